@@ -1,0 +1,39 @@
+"""Saving and loading weights: atomic writes, clear errors, a content hash as identity."""
+import hashlib
+import os
+import pickle
+import zipfile
+from pathlib import Path
+
+import torch
+
+from bench.errors import BenchError
+
+
+def save_atomic(path, payload):
+    """torch.save to a temp file, then rename: a killed write never leaves a half file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+
+
+def load_payload(path, what, how_to_make):
+    """torch.load a checkpoint dict, or raise a one-line BenchError naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise BenchError(f"{what} checkpoint not found: {path} (make it with: {how_to_make})")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError) as err:
+        raise BenchError(f"{what} checkpoint {path} is corrupt or unreadable "
+                         f"({type(err).__name__}); remake it with: {how_to_make}") from None
+    if not isinstance(payload, dict) or "state_dict" not in payload:
+        raise BenchError(f"{what} checkpoint {path} has no state_dict; remake it with: {how_to_make}")
+    return payload
+
+
+def file_id(path):
+    """First 12 hex digits of the file's SHA-256: the identity results record."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]

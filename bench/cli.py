@@ -1,0 +1,73 @@
+"""unmask-bench: which masked positions should a masked diffusion model reveal at each pass?
+
+Commands: list (tasks, strategies, parameters), run (strategies on tasks -> results/),
+report (figures and tables from results/ only), train (a task's model), data (build data sets).
+"""
+import argparse
+import sys
+
+from bench.errors import BenchError
+
+
+def add_run(sub):
+    run = sub.add_parser("run", help="run strategies on tasks and write result files")
+    run.add_argument("--tasks", default="sudoku", help="comma-separated task names (default: sudoku)")
+    run.add_argument("--strategies", help="comma-separated specs, e.g. sequential,topk:k=7,order=margin "
+                                          "(default: sequential and top-k k=2,3,5,7)")
+    run.add_argument("--seed", type=int, default=0, help="seed of every sampled choice (default 0)")
+    run.add_argument("--limit", type=int, help="only the first N inputs (a quick run)")
+    run.add_argument("--out", default="results", help="results folder (default: results)")
+    run.add_argument("--batch-size", type=int, default=250, help="inputs decoded together (default 250)")
+    run.add_argument("--data", help="input file for the task (Sudoku: CSV of puzzles)")
+    run.add_argument("--model", help="model checkpoint for the task (default: the shipped one)")
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="tasks and strategies with their parameters and defaults")
+    add_run(sub)
+    report = sub.add_parser("report", help="Pareto plots and tables from result files only")
+    report.add_argument("--results", default="results", help="results folder (default: results)")
+    report.add_argument("--out", default="reports", help="figures folder (default: reports)")
+    train = sub.add_parser("train", help="train a task's model (weights ship in the repo)")
+    train.add_argument("target", help="what to train: sudoku")
+    train.add_argument("settings", nargs="*", help="KEY=VALUE overrides, e.g. steps=100")
+    train.add_argument("--out", help="where to write the checkpoint (default: the shipped path)")
+    data = sub.add_parser("data", help="build a task's data sets (cached; the test set is committed)")
+    data.add_argument("target", help="sudoku")
+    data.add_argument("--test-set", action="store_true", help="also rewrite the committed test set")
+    return parser
+
+
+def dispatch(args):
+    if args.command == "list":
+        from bench.commands import list_everything
+        list_everything()
+    elif args.command == "run":
+        from bench.commands import run_tasks
+        run_tasks(args)
+    elif args.command == "report":
+        from bench.report import report
+        report(args.results, args.out)
+    elif args.command == "train":
+        from bench.training import run_training
+        run_training(args.target, args.settings, args.out)
+    elif args.command == "data":
+        from bench.training import build_data
+        build_data(args.target, args.test_set)
+    return 0
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        return dispatch(args)
+    except BenchError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: finished runs and batches are kept; rerun the same command to resume",
+              file=sys.stderr)
+        return 130

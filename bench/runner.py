@@ -1,0 +1,89 @@
+"""Running strategies on tasks: batches through the decode loop, resumable result files."""
+import hashlib
+import json
+import re
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from bench.decode import decode
+from bench.provenance import provenance
+from bench.registry import canonical
+from bench.results import SCHEMA_VERSION, append_records, read_records, read_result, write_text_atomic
+
+
+def run_config(task, model, eval_set, strategy, seed, limit, batch_size):
+    """Everything that determines a run's numbers (its identity)."""
+    return {"task": task.name, "task_options": task.config(), "strategy_spec": canonical(strategy),
+            "strategy_params": asdict(strategy), "seed": seed, "limit": limit, "batch_size": batch_size,
+            "data_id": eval_set.data_id, "model_id": model.checkpoint_id, "temperature": task.temperature}
+
+
+def result_paths(out_dir, config):
+    """(summary .json, records .jsonl, in-progress .partial.jsonl) of a run."""
+    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
+    slug = re.sub(r"[^A-Za-z0-9.]+", "_", config["strategy_spec"]).strip("_")
+    stem = Path(out_dir) / config["task"] / f"{slug}-seed{config['seed']}-{digest}"
+    return stem.with_suffix(".json"), stem.with_suffix(".jsonl"), stem.with_suffix(".partial.jsonl")
+
+
+def completed_batches(partial_path, batch_rows):
+    """Records of fully written batches; the partial file is rewritten to hold just those."""
+    records = read_records(partial_path)
+    counts = {}
+    for record in records:
+        counts[record["batch"]] = counts.get(record["batch"], 0) + 1
+    done = {b for b, c in counts.items() if c == len(batch_rows[b])}
+    kept = [r for r in records if r["batch"] in done]
+    if len(kept) != len(records) or Path(partial_path).exists():
+        write_text_atomic(partial_path, "".join(json.dumps(r) + "\n" for r in kept))
+    return kept, done
+
+
+def decode_batches(task, model, eval_set, strategy, config, partial_path, label):
+    """Decode every batch not yet in the partial file, appending its records as it finishes."""
+    n, size = len(eval_set), config["batch_size"]
+    batch_rows = [torch.arange(i, min(i + size, n)) for i in range(0, n, size)]
+    records, done = completed_batches(partial_path, batch_rows)
+    for batch, rows in enumerate(tqdm(batch_rows, desc=f"{task.name} {label}", unit="batch", leave=False)):
+        if batch in done:
+            continue
+        generator = torch.Generator().manual_seed(config["seed"] * 100_003 + batch)
+        result = decode(model, eval_set.tokens[rows], eval_set.masked[rows], strategy,
+                        task.temperature, generator)
+        new = task.records(result.tokens, result.passes, rows, eval_set)
+        for record in new:
+            record.update(batch=batch, batch_seconds=result.seconds)
+        append_records(partial_path, new)
+        records += new
+    return sorted(records, key=lambda r: r["index"])
+
+
+def summarize(task, model, config, records, label):
+    seconds = sum({r["batch"]: r["batch_seconds"] for r in records}.values())
+    return {"schema_version": SCHEMA_VERSION, "task": task.name, "strategy": config["strategy_spec"].split(":")[0],
+            "label": label, "config": config, "headline": task.headline,
+            "model": {"id": model.checkpoint_id, "path": config["task_options"].get("model"),
+                      "n_params": getattr(model, "n_params", None)},
+            "metrics": task.summarize(records), "n_samples": len(records), "wall_seconds": seconds,
+            "provenance": provenance()}
+
+
+def run_one(task, model, eval_set, strategy, label, seed, limit, batch_size, out_dir):
+    """Run (or resume, or skip if already complete) one strategy on one task; returns the summary."""
+    config = run_config(task, model, eval_set, strategy, seed, limit, batch_size)
+    summary_path, records_path, partial_path = result_paths(out_dir, config)
+    existing = read_result(summary_path)
+    if existing is not None and existing["config"] == config and records_path.exists():
+        print(f"  {label}: complete already ({summary_path})", file=sys.stderr)
+        return existing
+    records = decode_batches(task, model, eval_set, strategy, config, partial_path, label)
+    summary = summarize(task, model, config, records, label)
+    summary["records_file"] = records_path.name
+    write_text_atomic(records_path, "".join(json.dumps(r) + "\n" for r in records))
+    write_text_atomic(summary_path, json.dumps(summary, indent=1))
+    partial_path.unlink(missing_ok=True)
+    return summary

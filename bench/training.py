@@ -1,0 +1,62 @@
+"""`bench train TASK`: train a task's model with a log file beside the weights."""
+import logging
+from dataclasses import fields
+from pathlib import Path
+
+from bench.errors import BenchError
+
+
+def setup_log(log_path):
+    """Log INFO lines to ``log_path`` (appending) and keep the console for the progress bar."""
+    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(log_path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    root.addHandler(handler)
+
+
+def override(config, pairs):
+    """Apply KEY=VALUE strings to a dataclass config, typed by its fields."""
+    types = {f.name: f.type for f in fields(config)}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        if key not in types:
+            raise BenchError(f"unknown training setting {key!r}; allowed: {', '.join(types)}")
+        cast = {"int": int, "float": float, "bool": lambda v: v.lower() in ("1", "true", "yes")}
+        setattr(config, key, cast.get(getattr(types[key], "__name__", types[key]), str)(value))
+    return config
+
+
+def train_sudoku(settings, out):
+    from tasks.sudoku.checkpoint import DEFAULT_WEIGHTS
+    from tasks.sudoku.model import SudokuModelConfig
+    from tasks.sudoku.train import TrainConfig, train
+    model_keys = {f.name for f in fields(SudokuModelConfig)}
+    model_cfg = override(SudokuModelConfig(), [s for s in settings if s.split("=")[0] in model_keys])
+    train_cfg = override(TrainConfig(), [s for s in settings if s.split("=")[0] not in model_keys])
+    out = Path(out or DEFAULT_WEIGHTS)
+    setup_log(out.with_suffix(".log"))
+    logging.getLogger("train.sudoku").info("model %s train %s", model_cfg, train_cfg)
+    train(model_cfg, train_cfg, out)
+    print(f"saved {out} (log: {out.with_suffix('.log')})")
+
+
+TRAINERS = {"sudoku": train_sudoku}
+
+
+def run_training(target, settings, out):
+    if target not in TRAINERS:
+        raise BenchError(f"nothing to train called {target!r}; choose from: {', '.join(TRAINERS)}")
+    TRAINERS[target](settings, out)
+
+
+def build_data(target, test_set):
+    """`bench data sudoku`: the cached training set, and with --test-set the committed test CSV."""
+    if target != "sudoku":
+        raise BenchError(f"no data to build for {target!r}; choose from: sudoku")
+    from tasks.sudoku.data import make_test_set, training_set
+    train = training_set()
+    print(f"training set: {len(train.puzzles)} pairs ({train.source})")
+    if test_set:
+        print(f"test set: {make_test_set()}")

@@ -1,0 +1,2 @@
+"""Unmasking strategies; importing this package registers every one of them."""
+from strategies import sequential, topk  # noqa: F401

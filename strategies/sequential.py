@@ -1,0 +1,21 @@
+"""Sequential decoding: one position per pass, the best by the chosen order."""
+from dataclasses import dataclass
+from typing import ClassVar
+
+from bench.registry import register_strategy
+from strategies.ordering import ORDERS, order_field, order_score, top_k_mask
+
+
+@register_strategy
+@dataclass
+class Sequential:
+    """Reveal the single masked position ranked highest by ``order``."""
+    name: ClassVar[str] = "sequential"
+    order: str = order_field()
+
+    def __post_init__(self):
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {self.order!r}")
+
+    def select(self, state):
+        return top_k_mask(order_score(state, self.order), state.masked, 1)  # [B, N]

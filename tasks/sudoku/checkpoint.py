@@ -1,0 +1,48 @@
+"""The shipped Sudoku model: where it lives, how it is saved and loaded as a MaskedModel."""
+from pathlib import Path
+
+import torch
+
+from bench.checkpoints import file_id, load_payload, save_atomic
+from bench.core import ModelOutput
+from bench.errors import BenchError
+from tasks.sudoku.model import SudokuMDM, SudokuModelConfig
+
+DEFAULT_WEIGHTS = Path(__file__).parent / "weights" / "sudoku_mdm.pt"
+TRAIN_COMMAND = "python -m bench train sudoku"
+
+
+def save_checkpoint(path, model, meta):
+    save_atomic(path, {"config": model.cfg.to_dict(), "state_dict": model.state_dict(), "meta": meta})
+
+
+class SudokuModel:
+    """The MaskedModel of the Sudoku task: digits 1..9 are the values, token = value + 1."""
+    vocab_size = 9
+
+    def __init__(self, network, checkpoint_id, meta=None):
+        self.network = network.eval()
+        self.checkpoint_id = checkpoint_id
+        self.meta = meta or {}
+        self.value_tokens = torch.arange(1, 10)
+
+    @torch.inference_mode()
+    def __call__(self, tokens, masked):
+        logits, hidden = self.network(tokens, masked)
+        return ModelOutput(logits=logits, hidden=hidden)
+
+    @property
+    def n_params(self):
+        return sum(p.numel() for p in self.network.parameters())
+
+
+def load_sudoku_model(path=DEFAULT_WEIGHTS):
+    """Load a checkpoint written by ``save_checkpoint``; one-line errors when absent or corrupt."""
+    payload = load_payload(path, "Sudoku model", TRAIN_COMMAND)
+    try:
+        network = SudokuMDM(SudokuModelConfig(**payload["config"]))
+        network.load_state_dict(payload["state_dict"])
+    except (TypeError, KeyError, RuntimeError) as err:
+        raise BenchError(f"Sudoku model checkpoint {path} does not match the model code "
+                         f"({str(err).splitlines()[0][:120]}); remake it with: {TRAIN_COMMAND}") from None
+    return SudokuModel(network, file_id(path), payload.get("meta"))

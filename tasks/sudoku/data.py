@@ -1,0 +1,116 @@
+"""Sudoku data files: reading and checking puzzle CSVs, the training and test sets."""
+import csv
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bench.errors import BenchError
+from tasks.sudoku.generate import generate, grid_string
+from tasks.sudoku.solver import breaks_rules
+
+PACKAGE_DIR = Path(__file__).parent
+TEST_SET = PACKAGE_DIR / "data" / "test_hard.csv"
+TRAIN_SEED, TEST_SEED = 0, 1  # generator streams of the training and test sets
+TRAIN_SIZE, TEST_SIZE = 100_000, 1_000
+
+
+@dataclass
+class PuzzleSet:
+    """Puzzles [n, 81] (0 = blank), solutions [n, 81] or None, and rows that were skipped."""
+    puzzles: np.ndarray
+    solutions: np.ndarray | None
+    source: str
+    line_numbers: list = field(default_factory=list)
+    problems: list = field(default_factory=list)
+
+
+def parse_grid(text):
+    """81 characters, '.' or '0' for a blank, digits 1-9 -> int8[81]; raises ValueError."""
+    text = text.strip()
+    if len(text) != 81:
+        raise ValueError(f"has {len(text)} characters, expected 81")
+    bad = sorted(set(text) - set(".0123456789"))
+    if bad:
+        raise ValueError(f"has characters {''.join(bad)!r}; allowed are 1-9 and '.' or '0' for a blank")
+    return np.array([0 if ch == "." else int(ch) for ch in text], np.int8)
+
+
+def _check_row(row):
+    """Parse one CSV row into (puzzle, solution or None); raises ValueError."""
+    puzzle = parse_grid(row[0])
+    if breaks_rules(puzzle):
+        raise ValueError("givens already break a Sudoku rule")
+    if len(row) < 2 or not row[1].strip():
+        return puzzle, None
+    solution = parse_grid(row[1])
+    if (solution == 0).any() or breaks_rules(solution):
+        raise ValueError("solution is not a complete valid grid")
+    if ((puzzle > 0) & (puzzle != solution)).any():
+        raise ValueError("solution disagrees with the puzzle's givens")
+    return puzzle, solution
+
+
+def read_puzzles(path):
+    """Read a puzzle CSV (header optional); malformed rows are reported and skipped."""
+    path = Path(path)
+    if not path.is_file():
+        raise BenchError(f"puzzle file not found: {path}")
+    good, lines, problems = [], [], []
+    with open(path, newline="") as handle:
+        for line_no, row in enumerate(csv.reader(handle), start=1):
+            if not row or (line_no == 1 and row[0].strip().lower() in ("puzzle", "quizzes")):
+                continue
+            try:
+                good.append(_check_row(row))
+                lines.append(line_no)
+            except ValueError as err:
+                problems.append(f"{path.name}:{line_no}: {err}")
+    if not good:
+        raise BenchError(f"no valid puzzles in {path} ({len(problems)} malformed rows)")
+    return _as_set(good, str(path), lines, problems)
+
+
+def _as_set(rows, source, lines, problems):
+    puzzles = np.stack([p for p, _ in rows])
+    have_all = all(s is not None for _, s in rows)
+    solutions = np.stack([s for _, s in rows]) if have_all else None
+    return PuzzleSet(puzzles, solutions, source, lines, problems)
+
+
+def write_puzzles(path, puzzles, solutions):
+    """Write a CSV ``puzzle,solution`` atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["puzzle", "solution"])
+        for puzzle, solution in zip(puzzles, solutions):
+            writer.writerow([grid_string(puzzle), grid_string(solution)])
+    os.replace(tmp, path)
+
+
+def cache_dir():
+    """Where generated data sets are cached (``UNMASK_BENCH_CACHE`` or ~/.cache/unmask-bench)."""
+    return Path(os.environ.get("UNMASK_BENCH_CACHE", Path.home() / ".cache" / "unmask-bench"))
+
+
+def training_set(size=TRAIN_SIZE, seed=TRAIN_SEED):
+    """The training pairs, generated once from ``seed`` and cached as CSV."""
+    path = cache_dir() / f"sudoku_train_seed{seed}_n{size}.csv"
+    if not path.exists():
+        puzzles, solutions = generate(seed, size, desc="training puzzles")
+        write_puzzles(path, puzzles, solutions)
+    return read_puzzles(path)
+
+
+def make_test_set(path=TEST_SET, size=TEST_SIZE):
+    """Generate the hard test set, excluding every grid of the training set."""
+    train = training_set()
+    seen = {grid_string(g) for g in train.puzzles} | {grid_string(g) for g in train.solutions}
+    puzzles, solutions = generate(TEST_SEED, size, hard_only=True, exclude=frozenset(seen),
+                                  desc="hard test puzzles")
+    write_puzzles(path, puzzles, solutions)
+    return path
