@@ -1,0 +1,40 @@
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from bench.core import ModelOutput
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+class TableModel:
+    """A hand-made MaskedModel: fixed logits per position, for testing the loop itself."""
+    vocab_size = 3
+    checkpoint_id = "table"
+
+    def __init__(self, logits):
+        self.logits = logits  # [N, V]
+        self.value_tokens = torch.tensor([1, 2, 3])
+        self.calls = 0
+
+    def __call__(self, tokens, masked):
+        self.calls += 1
+        batch = tokens.shape[0]
+        return ModelOutput(logits=self.logits.expand(batch, -1, -1).clone(),
+                           hidden=torch.zeros(batch, tokens.shape[1], 4))
+
+
+@pytest.fixture
+def table_model():
+    torch.manual_seed(0)
+    return TableModel(torch.randn(6, 3))
+
+
+def run_cli(*args):
+    """Run `python -m bench ARGS` in a subprocess; returns CompletedProcess."""
+    import subprocess
+    return subprocess.run([sys.executable, "-m", "bench", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)

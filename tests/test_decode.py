@@ -1,0 +1,55 @@
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pytest
+import torch
+
+from bench.decode import decode
+from bench.errors import BenchError
+from bench.registry import parse_strategy
+
+
+def start(masks):
+    masked = torch.tensor(masks)
+    return torch.where(masked, 0, 1), masked
+
+
+def test_passes_are_counted_per_row_and_finished_rows_stop(table_model):
+    tokens, masked = start([[True] * 6, [True, True, True, False, False, False], [False] * 6])
+    result = decode(table_model, tokens, masked, parse_strategy("topk:k=2"))
+    assert result.passes.tolist() == [3, 2, 0]
+    assert (result.tokens > 0).all()
+    assert table_model.calls == 3  # the complete row never enters a pass
+    sequential = decode(table_model, tokens, masked, parse_strategy("sequential"))
+    assert sequential.passes.tolist() == [6, 3, 0]
+
+
+def test_argmax_fill_writes_the_value_tokens(table_model):
+    tokens, masked = start([[True] * 6])
+    result = decode(table_model, tokens, masked, parse_strategy("topk:k=6"))
+    assert result.tokens[0].tolist() == (table_model.logits.argmax(-1) + 1).tolist()
+
+
+def test_sampling_is_deterministic_under_a_seed(table_model):
+    tokens, masked = start([[True] * 6] * 64)
+    runs = [decode(table_model, tokens, masked, parse_strategy("sequential"), 1.0,
+                   torch.Generator().manual_seed(seed)).tokens for seed in (3, 3, 4)]
+    assert torch.equal(runs[0], runs[1]) and not torch.equal(runs[0], runs[2])
+
+
+@dataclass
+class Broken:
+    name: ClassVar[str] = "broken"
+    mode: str = "nothing"
+
+    def select(self, state):
+        if self.mode == "nothing":
+            return torch.zeros_like(state.masked)
+        return ~state.masked | state.masked  # also "reveals" unmasked positions
+
+
+@pytest.mark.parametrize("mode,message", [("nothing", "revealed nothing"), ("unmasked", "already unmasked")])
+def test_broken_strategies_are_errors_not_hangs(table_model, mode, message):
+    tokens, masked = start([[True, True, False, True, True, True]])
+    with pytest.raises(BenchError, match=message):
+        decode(table_model, tokens, masked, Broken(mode))
