@@ -41,8 +41,8 @@ class StepState:
 
     @cached_property
     def entropy(self):
-        """[B, N] entropy in nats."""
-        return -(self.probs * self.log_probs).sum(-1)
+        """[B, N] entropy in nats (a saturated position has exactly 0)."""
+        return torch.special.entr(self.probs).sum(-1)
 
     @cached_property
     def confidence(self):

@@ -1,2 +1,2 @@
 """Unmasking strategies; importing this package registers every one of them."""
-from strategies import sequential, topk  # noqa: F401
+from strategies import eb, margin, sequential, threshold, topk  # noqa: F401

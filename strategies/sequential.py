@@ -3,7 +3,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from bench.registry import register_strategy
-from strategies.ordering import ORDERS, order_field, order_score, top_k_mask
+from strategies.ordering import check_order, order_field, order_score, top_k_mask
 
 
 @register_strategy
@@ -14,8 +14,7 @@ class Sequential:
     order: str = order_field()
 
     def __post_init__(self):
-        if self.order not in ORDERS:
-            raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {self.order!r}")
+        check_order(self.order)
 
     def select(self, state):
         return top_k_mask(order_score(state, self.order), state.masked, 1)  # [B, N]

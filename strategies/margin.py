@@ -1,0 +1,21 @@
+"""Top-probability margin (Kim et al. 2025): ``topk`` with the margin order, by its own name."""
+from dataclasses import dataclass
+from typing import ClassVar
+
+from bench.registry import register_strategy
+from strategies.ordering import top_k_mask
+
+
+@register_strategy
+@dataclass
+class Margin:
+    """Reveal the k masked positions with the largest top-1 minus top-2 probability gap."""
+    name: ClassVar[str] = "margin"
+    k: int = 1
+
+    def __post_init__(self):
+        if self.k < 1:
+            raise ValueError(f"k must be at least 1, got {self.k}")
+
+    def select(self, state):
+        return top_k_mask(state.margin, state.masked, self.k)  # [B, N], same as topk:order=margin
