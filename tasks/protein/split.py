@@ -1,0 +1,59 @@
+"""Split the Swiss-Prot 50-100 set by 50%-identity cluster (the UniRef50 recipe).
+
+A quarter of the clusters is held out. Their representatives give two disjoint reference
+samples of 500 (A: the reference every run is scored against; B: a second sample whose
+distance to A is the floor that sampling noise alone gives); the other held-out clusters are
+the validation set. Training uses every member of the remaining clusters, so no reference has
+a relative of >= 50% identity in training.
+"""
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tasks.protein.fasta import read_fasta, write_fasta
+
+DATA_DIR = Path(__file__).parent / "data"
+SOURCE_FASTA = DATA_DIR / "swissprot_50_100.fasta"
+CLUSTERS = DATA_DIR / "clusters_id50.tsv"
+REFERENCE_A = DATA_DIR / "reference_a.fasta"
+REFERENCE_B = DATA_DIR / "reference_b.fasta"
+SPLIT_SEED, HELDOUT_SHARE, REFERENCE_SIZE = 0, 0.25, 500
+
+
+@dataclass
+class Split:
+    train: list          # (accession, sequence) of training clusters' members
+    validation: list     # members of held-out clusters not used as references
+    reference_a: list    # 500 held-out representatives
+    reference_b: list    # 500 other held-out representatives
+
+
+def read_clusters(path=CLUSTERS):
+    """{representative: [members]} from mmseqs' representative<TAB>member lines."""
+    clusters = {}
+    for line in Path(path).read_text().splitlines():
+        rep, member = line.split("\t")
+        clusters.setdefault(rep, []).append(member)
+    return clusters
+
+
+def make_split(seed=SPLIT_SEED):
+    source = read_fasta(SOURCE_FASTA)
+    sequence_of = dict(zip(source.names, source.sequences))
+    clusters = read_clusters()
+    reps = sorted(clusters)
+    np.random.default_rng(seed).shuffle(reps)
+    n_held = int(len(reps) * HELDOUT_SHARE)
+    held, kept = reps[:n_held], reps[n_held:]
+    members = lambda group: [(m, sequence_of[m]) for rep in group for m in clusters[rep]]  # noqa: E731
+    as_pairs = lambda group: [(rep, sequence_of[rep]) for rep in group]  # noqa: E731
+    return Split(train=members(kept), validation=members(held[2 * REFERENCE_SIZE:]),
+                 reference_a=as_pairs(held[:REFERENCE_SIZE]),
+                 reference_b=as_pairs(held[REFERENCE_SIZE:2 * REFERENCE_SIZE]))
+
+
+def write_references(split):
+    """Write the two committed reference FASTAs (accessions as names)."""
+    for path, pairs in ((REFERENCE_A, split.reference_a), (REFERENCE_B, split.reference_b)):
+        write_fasta(path, [a for a, _ in pairs], [s for _, s in pairs])

@@ -1,0 +1,62 @@
+import math
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import jensenshannon
+
+from bench.errors import BenchError
+from tasks.protein.fasta import read_fasta
+from tasks.protein.metrics import (composition_counts, dipeptide_counts, distinct_3mer_share, js_divergence,
+                                   longest_run)
+
+
+def test_jsd_hand_checked_cases():
+    assert js_divergence([1, 0], [0, 1]) == pytest.approx(1.0)  # disjoint supports: 1 bit
+    assert js_divergence([3, 1], [3, 1]) == 0.0
+    # p = (1/2, 1/2), q = (1, 0): m = (3/4, 1/4)
+    # KL(p||m) = 1/2 log2(2/3) + 1/2 log2(2);  KL(q||m) = log2(4/3)
+    expected = (0.5 * math.log2(2 / 3) + 0.5 + math.log2(4 / 3)) / 2
+    assert js_divergence([1, 1], [2, 0]) == pytest.approx(expected)
+    assert expected == pytest.approx(0.31128, abs=1e-5)
+
+
+def test_jsd_is_the_square_of_scipy_in_base_2():
+    rng = np.random.default_rng(0)
+    p, q = rng.random(20), rng.random(20)
+    assert js_divergence(p, q) == pytest.approx(jensenshannon(p, q, base=2) ** 2)
+
+
+def test_counts_and_diversity():
+    assert composition_counts("AAC").tolist()[:2] == [2, 1]
+    assert dipeptide_counts("AAA").sum() == 2 and dipeptide_counts("AAA")[0] == 2
+    assert distinct_3mer_share("AAAAA") == pytest.approx(1 / 3) and distinct_3mer_share("ACDEF") == 1.0
+    assert longest_run("ACCCDD") == 3
+
+
+def test_fasta_bad_records_are_reported_and_skipped(tmp_path):
+    good = "M" + "ACDEFGHIKL" * 6
+    path = tmp_path / "x.fasta"
+    path.write_text(f">ok1 desc\n{good[:30]}\n{good[30:]}\n>empty\n>weird\n{good[:-1]}X\n>short\nACD\n>ok2\n{good}\n")
+    loaded = read_fasta(path)
+    assert loaded.names == ["ok1", "ok2"] and loaded.sequences == [good, good]
+    assert [p.split(" record ")[1].split(":")[0] for p in loaded.problems] == ["empty", "weird", "short"]
+    assert "x.fasta:4" in loaded.problems[0] and "'X'" in loaded.problems[1] and "outside 50-100" in loaded.problems[2]
+
+
+def test_fasta_without_headers_is_one_error(tmp_path):
+    path = tmp_path / "x.fasta"
+    path.write_text("ACDEF\n")
+    with pytest.raises(BenchError, match="before the first"):
+        read_fasta(path)
+
+
+def test_split_keeps_reference_clusters_out_of_training():
+    from tasks.protein.split import REFERENCE_A, REFERENCE_B, make_split, read_clusters
+    split = make_split()
+    cluster_of = {m: rep for rep, members in read_clusters().items() for m in members}
+    train_clusters = {cluster_of[a] for a, _ in split.train}
+    for pairs in (split.reference_a, split.reference_b, split.validation):
+        assert not {cluster_of[a] for a, _ in pairs} & train_clusters
+    assert not {a for a, _ in split.reference_a} & {a for a, _ in split.reference_b}
+    assert read_fasta(REFERENCE_A).names == [a for a, _ in split.reference_a]  # committed = regenerated
+    assert read_fasta(REFERENCE_B).sequences == [s for _, s in split.reference_b]
