@@ -13,7 +13,7 @@ def add_run(sub):
     run = sub.add_parser("run", help="run strategies on tasks and write result files")
     run.add_argument("--tasks", default="sudoku", help="comma-separated task names (default: sudoku)")
     run.add_argument("--strategies", help="comma-separated specs, e.g. sequential,topk:k=7,order=margin "
-                                          "(default: sequential and top-k k=2,3,5,7)")
+                                          "(default: each task's own list, see README)")
     run.add_argument("--seed", type=int, default=0, help="seed of every sampled choice (default 0)")
     run.add_argument("--limit", type=int, help="only the first N inputs (a quick run)")
     run.add_argument("--out", default="results", help="results folder (default: results)")

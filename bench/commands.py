@@ -6,8 +6,6 @@ from bench.registry import STRATEGIES, TASKS, lookup, param_help, parse_strategy
 from bench.runner import run_one
 from bench.table import render_text
 
-DEFAULT_STRATEGIES = "sequential,topk:k=2,topk:k=3,topk:k=5,topk:k=7"
-
 
 def list_everything():
     _load_all()
@@ -31,18 +29,20 @@ def make_tasks(task_names, data, model):
 
 def run_tasks(args):
     tasks = make_tasks(args.tasks, args.data, args.model)
-    specs = split_specs(args.strategies or DEFAULT_STRATEGIES)
-    strategies = [(spec, parse_strategy(spec)) for spec in specs]  # all parsed before any work
     if args.limit is not None and args.limit < 1:
         raise BenchError(f"--limit must be at least 1, got {args.limit}")
-    for task in tasks:
+    plans = []
+    for task in tasks:  # every spec is parsed before any work starts
+        specs = split_specs(args.strategies or task.default_strategies)
+        plans.append((task, [(spec, parse_strategy(spec)) for spec in specs]))
+    for task, strategies in plans:
         run_task(task, strategies, args)
     return 0
 
 
 def run_task(task, strategies, args):
     model = task.load_model()
-    eval_set = task.eval_set(args.limit)
+    eval_set = task.eval_set(args.limit, args.seed)
     for problem in getattr(task, "problems", lambda: [])():
         print(f"skipped: {problem}", file=sys.stderr)
     print(f"{task.name}: {len(eval_set)} inputs, model {model.checkpoint_id}, seed {args.seed}", file=sys.stderr)
@@ -50,4 +50,7 @@ def run_task(task, strategies, args):
                for spec, strategy in strategies]
     print(f"\n{task.name} ({len(eval_set)} inputs, seed {args.seed}; 95% bootstrap CIs)")
     print(render_text(results))
+    if hasattr(task, "floor"):
+        floor = ", ".join(f"{m['name']} {m['value']:.4f}" for m in task.floor())
+        print(f"floor (a second reference sample against the first): {floor}")
     print(f"results in {args.out}/{task.name}/")

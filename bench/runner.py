@@ -69,7 +69,7 @@ def summarize(task, model, config, records, label):
             "model": {"id": model.checkpoint_id, "path": config["task_options"].get("model"),
                       "n_params": getattr(model, "n_params", None)},
             "metrics": task.summarize(records), "n_samples": len(records), "wall_seconds": seconds,
-            "provenance": provenance()}
+            "floor": task.floor() if hasattr(task, "floor") else None, "provenance": provenance()}
 
 
 def run_one(task, model, eval_set, strategy, label, seed, limit, batch_size, out_dir):

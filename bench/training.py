@@ -42,7 +42,20 @@ def train_sudoku(settings, out):
     print(f"saved {out} (log: {out.with_suffix('.log')})")
 
 
-TRAINERS = {"sudoku": train_sudoku}
+def train_protein(settings, out):
+    from tasks.protein.model import DEFAULT_WEIGHTS
+    from tasks.protein.train import ProteinModelConfig, ProteinTrainConfig, train
+    model_keys = {f.name for f in fields(ProteinModelConfig)}
+    model_cfg = override(ProteinModelConfig(), [s for s in settings if s.split("=")[0] in model_keys])
+    train_cfg = override(ProteinTrainConfig(), [s for s in settings if s.split("=")[0] not in model_keys])
+    out = Path(out or DEFAULT_WEIGHTS)
+    setup_log(out.with_suffix(".log"))
+    logging.getLogger("train.protein").info("model %s train %s", model_cfg, train_cfg)
+    train(model_cfg, train_cfg, out)
+    print(f"saved {out} (log: {out.with_suffix('.log')})")
+
+
+TRAINERS = {"sudoku": train_sudoku, "protein": train_protein}
 
 
 def run_training(target, settings, out):

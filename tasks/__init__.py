@@ -1,2 +1,3 @@
 """Tasks; importing this package registers every one of them."""
-from tasks.sudoku import task  # noqa: F401
+from tasks.protein import task as protein_task  # noqa: F401
+from tasks.sudoku import task as sudoku_task  # noqa: F401

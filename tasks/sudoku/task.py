@@ -21,6 +21,7 @@ class SudokuTask:
     name = "sudoku"
     headline = "exact_accuracy"
     temperature = 0.0  # digits are filled by argmax
+    default_strategies = "sequential,topk:k=2,topk:k=3,topk:k=5,topk:k=7"
     options = {"data": "puzzle CSV (default: the shipped hard test set)",
                "model": "checkpoint path (default: the shipped model)"}
 
@@ -50,7 +51,7 @@ class SudokuTask:
             raise BenchError("a puzzle without a given solution has no solution at all")
         return np.stack(solutions)
 
-    def eval_set(self, limit=None):
+    def eval_set(self, limit=None, seed=0):
         puzzles = self.load_puzzles()
         grids = torch.as_tensor(puzzles.puzzles[:limit], dtype=torch.long)
         digest = hashlib.sha256(puzzles.puzzles.tobytes() + puzzles.solutions.tobytes()).hexdigest()[:12]

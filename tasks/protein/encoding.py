@@ -1,0 +1,33 @@
+"""Protein strings <-> ESM token tensors ([BOS] residues [EOS] then padding)."""
+import torch
+
+from tasks.protein.fasta import AMINO_ACIDS
+from tasks.protein.model import AA_IDS, BOS_ID, EOS_ID, PAD_ID
+
+ID_OF = {aa: int(i) for aa, i in zip(AMINO_ACIDS, AA_IDS)}
+AA_OF = {int(i): aa for aa, i in zip(AMINO_ACIDS, AA_IDS)}
+
+
+def blank_batch(lengths):
+    """(tokens [B, max+2] with residue slots set to PAD, residue mask [B, max+2])."""
+    lengths = torch.as_tensor(lengths)
+    width = int(lengths.max()) + 2
+    positions = torch.arange(width)
+    residue = (positions >= 1) & (positions <= lengths[:, None])          # [B, W]
+    tokens = torch.full((len(lengths), width), PAD_ID, dtype=torch.long)
+    tokens[:, 0] = BOS_ID
+    tokens[torch.arange(len(lengths)), lengths + 1] = EOS_ID
+    return tokens, residue
+
+
+def encode(sequences):
+    """(tokens [B, W], residue mask [B, W]) for a list of amino-acid strings."""
+    tokens, residue = blank_batch([len(s) for s in sequences])
+    values = torch.tensor([ID_OF[aa] for s in sequences for aa in s])
+    tokens[residue] = values
+    return tokens, residue
+
+
+def decode_sequences(tokens, residue):
+    """Amino-acid strings of the residue positions of each row."""
+    return ["".join(AA_OF[int(t)] for t in row[mask]) for row, mask in zip(tokens, residue)]

@@ -1,0 +1,107 @@
+"""ESM-C (EvolutionaryScale's `esm` package) as a MaskedModel, and where its weights come from.
+
+Two kinds of checkpoint:
+- the project's own (default): a dict {config: {d_model, n_heads, n_layers}, state_dict, meta}
+  written by `bench train protein`, shipped in tasks/protein/weights/;
+- published ESM-C (`--model esmc_300m` / `esmc_600m`): the plain state dict the `esm` package
+  downloads, found offline in $UNMASK_BENCH_ESMC_DIR or the local Hugging Face cache.
+"""
+import os
+from pathlib import Path
+
+import torch
+
+from bench.checkpoints import file_id, load_payload, save_atomic
+from bench.core import ModelOutput
+from bench.errors import BenchError
+from tasks.protein.fasta import AMINO_ACIDS
+
+DEFAULT_WEIGHTS = Path(__file__).parent / "weights" / "protein_esmc.pt"
+TRAIN_COMMAND = "python -m bench train protein"
+# name: (d_model, n_heads, n_layers, Hugging Face repo, file inside it)
+PUBLISHED = {
+    "esmc_300m": (960, 15, 30, "EvolutionaryScale/esmc-300m-2024-12", "data/weights/esmc_300m_2024_12_v0.pth"),
+    "esmc_600m": (1152, 18, 36, "EvolutionaryScale/esmc-600m-2024-12", "data/weights/esmc_600m_2024_12_v0.pth"),
+}
+
+
+def tokenizer():
+    from esm.tokenization import get_esmc_model_tokenizers
+    return get_esmc_model_tokenizers()
+
+
+TOKENS = tokenizer()
+MASK_ID, PAD_ID, BOS_ID, EOS_ID = TOKENS.mask_token_id, TOKENS.pad_token_id, TOKENS.cls_token_id, TOKENS.eos_token_id
+AA_IDS = torch.tensor([TOKENS.convert_tokens_to_ids(aa) for aa in AMINO_ACIDS])  # [20] ESM ids of ACDEF...
+
+
+def build_esmc(d_model, n_heads, n_layers):
+    from esm.models.esmc import ESMC
+    return ESMC(d_model=d_model, n_heads=n_heads, n_layers=n_layers, tokenizer=TOKENS, use_flash_attn=False)
+
+
+class ProteinModel:
+    """MaskedModel over ESM token ids: logits over the 20 standard amino acids."""
+    vocab_size = 20
+
+    def __init__(self, network, checkpoint_id, hidden_layer=-1, meta=None):
+        self.network = network.eval()
+        self.checkpoint_id = checkpoint_id
+        self.hidden_layer = hidden_layer
+        self.meta = meta or {}
+        self.value_tokens = AA_IDS
+
+    @torch.inference_mode()
+    def __call__(self, tokens, masked):
+        out = self.network(sequence_tokens=tokens.masked_fill(masked, MASK_ID))
+        return ModelOutput(logits=out.sequence_logits[..., AA_IDS].float(),
+                           hidden=out.hidden_states[self.hidden_layer].float())
+
+    @property
+    def n_params(self):
+        return sum(p.numel() for p in self.network.parameters())
+
+
+def save_protein_checkpoint(path, network, config, meta):
+    save_atomic(path, {"config": config, "state_dict": network.state_dict(), "meta": meta})
+
+
+def published_weights(name):
+    """Local path of a published ESM-C state dict, without any network call, or a one-line error."""
+    _, _, _, repo, filename = PUBLISHED[name]
+    folder = os.environ.get("UNMASK_BENCH_ESMC_DIR")
+    if folder and (Path(folder) / Path(filename).name).is_file():
+        return Path(folder) / Path(filename).name
+    from huggingface_hub import try_to_load_from_cache
+    cached = try_to_load_from_cache(repo, filename, cache_dir=os.environ.get("HF_HUB_CACHE"))
+    if isinstance(cached, str):
+        return Path(cached)
+    raise BenchError(f"{name} weights are not available offline: put {Path(filename).name} in "
+                     f"$UNMASK_BENCH_ESMC_DIR, or download {repo} into the Hugging Face cache "
+                     f"(huggingface-cli download {repo}) on a machine with network access")
+
+
+def load_published(name):
+    d_model, n_heads, n_layers, _, _ = PUBLISHED[name]
+    path = published_weights(name)
+    network = build_esmc(d_model, n_heads, n_layers)
+    try:
+        network.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    except Exception as err:  # a corrupt or foreign file: one line, never a traceback
+        raise BenchError(f"{name} weights at {path} could not be loaded ({type(err).__name__})") from None
+    return ProteinModel(network, file_id(path))
+
+
+def load_protein_model(model=None):
+    """The shipped model (None), a published name (esmc_300m, esmc_600m) or a checkpoint path."""
+    if model in PUBLISHED:
+        return load_published(model)
+    path = Path(model) if model else DEFAULT_WEIGHTS
+    payload = load_payload(path, "protein model", TRAIN_COMMAND)
+    try:
+        network = build_esmc(**payload["config"])
+        network.load_state_dict(payload["state_dict"])
+    except (TypeError, KeyError, RuntimeError) as err:
+        raise BenchError(f"protein checkpoint {path} does not match ESMC "
+                         f"({str(err).splitlines()[0][:120]}); known names: {', '.join(PUBLISHED)}") from None
+    return ProteinModel(network, file_id(path), meta=payload.get("meta"))
