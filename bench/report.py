@@ -3,6 +3,7 @@ from collections import Counter
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -38,6 +39,14 @@ def pareto_front(points, higher_is_better):
     return front
 
 
+def strategy_color(name):
+    """One colour per strategy name, the same in every figure."""
+    from bench.registry import STRATEGIES, _load_all
+    _load_all()
+    names = sorted(STRATEGIES)
+    return plt.get_cmap("tab10")(names.index(name) % 10 if name in names else 9)
+
+
 def draw_pareto(results, task, out_dir):
     """Mean passes (log x) against the headline metric, CI bars, frontier, sequential marked."""
     headline = results[0]["headline"]
@@ -47,6 +56,7 @@ def draw_pareto(results, task, out_dir):
     for r, p, q in zip(results, passes, quality):
         ax.errorbar(p["value"], q["value"], xerr=[[p["value"] - p["ci_low"]], [p["ci_high"] - p["value"]]],
                     yerr=[[q["value"] - q["ci_low"]], [q["ci_high"] - q["value"]]], linestyle="none", capsize=3,
+                    color=strategy_color(r["strategy"]),
                     marker="*" if r["strategy"] == "sequential" else "o",
                     markersize=12 if r["strategy"] == "sequential" else 6)
         ax.annotate(r["label"], (p["value"], q["value"]), textcoords="offset points", xytext=(5, 5), fontsize=8)
@@ -54,6 +64,8 @@ def draw_pareto(results, task, out_dir):
     ax.plot([passes[i]["value"] for i in front], [quality[i]["value"] for i in front], "k--", lw=1,
             label="Pareto frontier")
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
     ax.set_xlabel("mean forward passes per sample (log scale)")
     ax.set_ylabel(f"{quality[0]['label']} ({'higher' if quality[0]['higher_is_better'] else 'lower'} is better)")
     ax.set_title(f"{task}: passes vs quality (n={results[0]['n_samples']}, 95% CI; * = sequential)")
