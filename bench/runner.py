@@ -38,7 +38,7 @@ def completed_batches(partial_path, batch_rows):
         counts[record["batch"]] = counts.get(record["batch"], 0) + 1
     done = {b for b, c in counts.items() if c == len(batch_rows[b])}
     kept = [r for r in records if r["batch"] in done]
-    if len(kept) != len(records) or Path(partial_path).exists():
+    if Path(partial_path).exists():  # drop a batch cut short, so appends start on a clean line
         write_text_atomic(partial_path, "".join(json.dumps(r) + "\n" for r in kept))
     return kept, done
 

@@ -28,40 +28,36 @@ def override(config, pairs):
     return config
 
 
-def train_sudoku(settings, out):
+def sudoku_parts():
     from tasks.sudoku.checkpoint import DEFAULT_WEIGHTS
     from tasks.sudoku.model import SudokuModelConfig
     from tasks.sudoku.train import TrainConfig, train
-    model_keys = {f.name for f in fields(SudokuModelConfig)}
-    model_cfg = override(SudokuModelConfig(), [s for s in settings if s.split("=")[0] in model_keys])
-    train_cfg = override(TrainConfig(), [s for s in settings if s.split("=")[0] not in model_keys])
-    out = Path(out or DEFAULT_WEIGHTS)
-    setup_log(out.with_suffix(".log"))
-    logging.getLogger("train.sudoku").info("model %s train %s", model_cfg, train_cfg)
-    train(model_cfg, train_cfg, out)
-    print(f"saved {out} (log: {out.with_suffix('.log')})")
+    return SudokuModelConfig, TrainConfig, train, DEFAULT_WEIGHTS
 
 
-def train_protein(settings, out):
+def protein_parts():
     from tasks.protein.model import DEFAULT_WEIGHTS
     from tasks.protein.train import ProteinModelConfig, ProteinTrainConfig, train
-    model_keys = {f.name for f in fields(ProteinModelConfig)}
-    model_cfg = override(ProteinModelConfig(), [s for s in settings if s.split("=")[0] in model_keys])
-    train_cfg = override(ProteinTrainConfig(), [s for s in settings if s.split("=")[0] not in model_keys])
-    out = Path(out or DEFAULT_WEIGHTS)
-    setup_log(out.with_suffix(".log"))
-    logging.getLogger("train.protein").info("model %s train %s", model_cfg, train_cfg)
-    train(model_cfg, train_cfg, out)
-    print(f"saved {out} (log: {out.with_suffix('.log')})")
+    return ProteinModelConfig, ProteinTrainConfig, train, DEFAULT_WEIGHTS
 
 
-TRAINERS = {"sudoku": train_sudoku, "protein": train_protein}
+# target: () -> (model config class, training config class, train function, default weights path)
+TRAINERS = {"sudoku": sudoku_parts, "protein": protein_parts}
 
 
 def run_training(target, settings, out):
+    """`bench train TARGET KEY=VALUE...`: settings go to the model or the training config by name."""
     if target not in TRAINERS:
         raise BenchError(f"nothing to train called {target!r}; choose from: {', '.join(TRAINERS)}")
-    TRAINERS[target](settings, out)
+    model_cls, train_cls, train, default_weights = TRAINERS[target]()
+    model_keys = {f.name for f in fields(model_cls)}
+    model_cfg = override(model_cls(), [s for s in settings if s.split("=")[0] in model_keys])
+    train_cfg = override(train_cls(), [s for s in settings if s.split("=")[0] not in model_keys])
+    out = Path(out or default_weights)
+    setup_log(out.with_suffix(".log"))
+    logging.getLogger(f"train.{target}").info("model %s train %s", model_cfg, train_cfg)
+    train(model_cfg, train_cfg, out)
+    print(f"saved {out} (log: {out.with_suffix('.log')})")
 
 
 def build_data(target, test_set):
