@@ -26,8 +26,8 @@ def result_paths(out_dir, config):
     """(summary .json, records .jsonl, in-progress .partial.jsonl) of a run."""
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
     slug = re.sub(r"[^A-Za-z0-9.]+", "_", config["strategy_spec"]).strip("_")
-    stem = Path(out_dir) / config["task"] / f"{slug}-seed{config['seed']}-{digest}"
-    return stem.with_suffix(".json"), stem.with_suffix(".jsonl"), stem.with_suffix(".partial.jsonl")
+    stem = str(Path(out_dir) / config["task"] / f"{slug}-seed{config['seed']}-{digest}")
+    return Path(stem + ".json"), Path(stem + ".jsonl"), Path(stem + ".partial.jsonl")  # slugs may hold dots
 
 
 def completed_batches(partial_path, batch_rows):

@@ -143,3 +143,13 @@ def test_list_shows_tasks_strategies_and_defaults():
     proc = run_cli("list")
     assert proc.returncode == 0
     assert "sudoku" in proc.stdout and "topk" in proc.stdout and "k: int = 2" in proc.stdout
+
+
+def test_parameters_that_differ_by_a_decimal_get_their_own_files(tmp_path, model_copy):
+    proc = run_cli("run", "--strategies", "eb:gamma=0.1,eb:gamma=0.3,threshold:tau=0.9,threshold:tau=0.95",
+                   "--limit", 2, "--out", tmp_path, "--model", model_copy)
+    assert proc.returncode == 0, proc.stderr
+    summaries = sorted((tmp_path / "sudoku").glob("*.json"))
+    assert len(summaries) == 4
+    assert sorted(json.loads(p.read_text())["label"] for p in summaries) == [
+        "eb:gamma=0.1", "eb:gamma=0.3", "threshold:tau=0.9", "threshold:tau=0.95"]

@@ -24,14 +24,14 @@ log = logging.getLogger("train.protein")
 
 @dataclass
 class ProteinModelConfig:
-    d_model: int = 256   # width
-    n_heads: int = 8     # attention heads
+    d_model: int = 192   # width
+    n_heads: int = 6     # attention heads
     n_layers: int = 4    # transformer blocks
 
 
 @dataclass
 class ProteinTrainConfig:
-    steps: int = 4000        # optimiser steps
+    steps: int = 3200        # optimiser steps
     batch_size: int = 64     # sequences per step
     lr: float = 1e-3         # peak learning rate (linear warm-up, cosine decay)
     warmup: int = 200        # warm-up steps
