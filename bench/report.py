@@ -53,10 +53,13 @@ def draw_pareto(results, task, out_dir):
     passes = [metric_of(r, "passes") for r in results]
     quality = [metric_of(r, headline) for r in results]
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    labelled = set()
     for r, p, q in zip(results, passes, quality):
+        legend = None if r["strategy"] in labelled else r["strategy"]
+        labelled.add(r["strategy"])
         ax.errorbar(p["value"], q["value"], xerr=[[p["value"] - p["ci_low"]], [p["ci_high"] - p["value"]]],
                     yerr=[[q["value"] - q["ci_low"]], [q["ci_high"] - q["value"]]], linestyle="none", capsize=3,
-                    color=strategy_color(r["strategy"]),
+                    color=strategy_color(r["strategy"]), label=legend,
                     marker="*" if r["strategy"] == "sequential" else "o",
                     markersize=12 if r["strategy"] == "sequential" else 6)
         ax.annotate(r["label"], (p["value"], q["value"]), textcoords="offset points", xytext=(5, 5), fontsize=8)
