@@ -9,6 +9,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+def portable_path(path):
+    """A path relative to the suite's checkout when inside it (so results match across clones)."""
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
 def git_state():
     """(commit, dirty) of the suite's checkout, or (None, None) outside git."""
     try:

@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bench.provenance import portable_path
 from bench.registry import register_task
 from bench.stats import metric
 from tasks.base import EvalSet
@@ -12,7 +13,7 @@ from tasks.protein.encoding import blank_batch, decode_sequences
 from tasks.protein.fasta import read_fasta
 from tasks.protein.metrics import (composition_counts, dipeptide_counts, distinct_3mer_share, js_divergence,
                                    longest_run)
-from tasks.protein.model import DEFAULT_WEIGHTS, load_protein_model
+from tasks.protein.model import DEFAULT_WEIGHTS, PUBLISHED, load_protein_model
 from tasks.protein.split import REFERENCE_A, REFERENCE_B
 
 N_SAMPLES = 500
@@ -35,7 +36,8 @@ class ProteinTask:
         self.floor_metrics = None
 
     def config(self):
-        return {"data": str(self.reference_path), "model": str(self.model_name or DEFAULT_WEIGHTS)}
+        model = self.model_name if self.model_name in PUBLISHED else portable_path(self.model_name or DEFAULT_WEIGHTS)
+        return {"data": portable_path(self.reference_path), "model": model}
 
     def load_model(self):
         return load_protein_model(self.model_name)

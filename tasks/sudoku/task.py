@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from bench.errors import BenchError
+from bench.provenance import portable_path
 from bench.registry import register_task
 from bench.stats import mean_metric, ratio_metric
 from tasks.base import EvalSet
@@ -31,7 +32,7 @@ class SudokuTask:
         self.puzzle_set = None
 
     def config(self):
-        return {"data": str(self.data_path), "model": str(self.model_path)}
+        return {"data": portable_path(self.data_path), "model": portable_path(self.model_path)}
 
     def load_model(self):
         return load_sudoku_model(self.model_path)
