@@ -3,7 +3,6 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from bench.provenance import portable_path
 from bench.registry import register_task

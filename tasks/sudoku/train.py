@@ -5,22 +5,19 @@ probability t ~ U(0, 1) drawn per example (so every state a decoder visits is co
 the loss is cross-entropy on the masked cells. A share of examples masks all 81 cells at a
 random ratio instead, so the model also knows boards without the puzzle's givens.
 """
-import argparse
 import json
 import logging
 import math
 import time
 from dataclasses import dataclass, asdict
-from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
 from tasks.sudoku.checkpoint import DEFAULT_WEIGHTS, save_checkpoint
 from tasks.sudoku.data import training_set
-from tasks.sudoku.model import SudokuMDM, SudokuModelConfig
+from tasks.sudoku.model import SudokuMDM
 
 log = logging.getLogger("train.sudoku")
 
@@ -81,7 +78,7 @@ def validate(model, puzzles, solutions):
     return loss, accuracy
 
 
-def train(model_cfg, cfg, out_path=DEFAULT_WEIGHTS, log_path=None):
+def train(model_cfg, cfg, out_path=DEFAULT_WEIGHTS):
     """Train from scratch and save the checkpoint to ``out_path``; returns the history."""
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
