@@ -1,7 +1,8 @@
 """unmask-bench: which masked positions should a masked diffusion model reveal at each pass?
 
-Commands: list (tasks, strategies, parameters), run (strategies on tasks -> results/),
-report (figures and tables from results/ only), train (a task's model), data (build data sets).
+Commands: list (tasks, strategies, presets), run (strategies on tasks -> results/),
+report (figures and tables from results/ only), compare (two sets of results: the regression
+gate), train (a task's model), data (build data sets).
 """
 import argparse
 import sys
@@ -11,23 +12,42 @@ from bench.errors import BenchError
 
 def add_run(sub):
     run = sub.add_parser("run", help="run strategies on tasks and write result files")
-    run.add_argument("--tasks", default="sudoku", help="comma-separated task names (default: sudoku)")
+    run.add_argument("--preset", help="ci, default or paper (bench/presets.py); the flags below override it")
+    run.add_argument("--tasks", help="comma-separated task names (default: the preset's; without --preset: sudoku)")
     run.add_argument("--strategies", help="comma-separated specs, e.g. sequential,topk:k=7,order=margin "
-                                          "(default: each task's own list, see README)")
-    run.add_argument("--seed", type=int, default=0, help="seed of every sampled choice (default 0)")
-    run.add_argument("--limit", type=int, help="only the first N inputs (a quick run)")
+                                          "(default: the preset's sweep per task)")
+    run.add_argument("--seed", type=int, help="seed of every sampled choice (default: the preset's, 0)")
+    run.add_argument("--limit", type=int, help="only the first N inputs (default: the preset's; all)")
     run.add_argument("--out", default="results", help="results folder (default: results)")
     run.add_argument("--batch-size", type=int, default=250, help="inputs decoded together (default 250)")
     run.add_argument("--data", help="input file for the task (Sudoku: CSV of puzzles)")
     run.add_argument("--model", help="model checkpoint for the task (default: the shipped one)")
 
 
+def add_compare(sub):
+    from bench.compare import DEFAULT_FAIL_ON, FAIL_ON_HELP
+    compare = sub.add_parser("compare", help="compare two sets of results; exit 1 on a regression",
+                             description=FAIL_ON_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    compare.add_argument("base", help="baseline: a results folder or one result .json")
+    compare.add_argument("new", help="the results to check: a folder or one result .json")
+    compare.add_argument("--fail-on", default=DEFAULT_FAIL_ON,
+                         help="METRIC:LIMIT,... allowed worsening per metric (default: %(default)s; see above)")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with usage errors as one line, exit 2."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(prog="bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="bench", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="tasks and strategies with their parameters and defaults")
     add_run(sub)
+    add_compare(sub)
     report = sub.add_parser("report", help="Pareto plots and tables from result files only")
     report.add_argument("--results", default="results", help="results folder (default: results)")
     report.add_argument("--out", default="reports", help="figures folder (default: reports)")
@@ -51,6 +71,9 @@ def dispatch(args):
     elif args.command == "report":
         from bench.report import report
         report(args.results, args.out)
+    elif args.command == "compare":
+        from bench.compare import compare
+        return compare(args.base, args.new, args.fail_on)
     elif args.command == "train":
         from bench.training import run_training
         run_training(args.target, args.settings, args.out)

@@ -1,7 +1,9 @@
 """The `list` and `run` commands."""
+import argparse
 import sys
 
 from bench.errors import BenchError
+from bench.presets import PRESETS, plan, unswept
 from bench.registry import STRATEGIES, TASKS, lookup, param_help, parse_strategy, split_specs, _load_all
 from bench.runner import run_one
 from bench.table import render_text
@@ -18,6 +20,11 @@ def list_everything():
     for name, cls in sorted(STRATEGIES.items()):
         print(f"  {name:12s} {cls.__doc__.splitlines()[0]}")
         print(f"  {'':12s}   {param_help(cls)}")
+    print("presets (run --preset NAME):")
+    for name, preset in PRESETS.items():
+        print(f"  {name:12s} {preset.about}")
+    if unswept(STRATEGIES):
+        print(f"not in the default sweep (bench/presets.py SWEEPS): {', '.join(unswept(STRATEGIES))}")
 
 
 def make_tasks(task_names, data, model):
@@ -28,15 +35,13 @@ def make_tasks(task_names, data, model):
 
 
 def run_tasks(args):
-    tasks = make_tasks(args.tasks, args.data, args.model)
-    if args.limit is not None and args.limit < 1:
-        raise BenchError(f"--limit must be at least 1, got {args.limit}")
-    plans = []
-    for task in tasks:  # every spec is parsed before any work starts
-        specs = split_specs(args.strategies or task.default_strategies)
-        plans.append((task, [(spec, parse_strategy(spec)) for spec in specs]))
-    for task, strategies in plans:
-        run_task(task, strategies, args)
+    """Run a preset (``default`` unless --preset) with the command line's overrides."""
+    plans = plan(args.preset, args.tasks, args.strategies, args.limit, args.seed)
+    tasks = make_tasks(",".join(p.task for p in plans), args.data, args.model)
+    parsed = [[(spec, parse_strategy(spec)) for spec in p.specs] for p in plans]  # all before any work
+    for task, task_plan, strategies in zip(tasks, plans, parsed):
+        for seed in task_plan.seeds:
+            run_task(task, strategies, argparse.Namespace(**{**vars(args), "limit": task_plan.limit, "seed": seed}))
     return 0
 
 

@@ -1,0 +1,87 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.errors import BenchError
+from bench.presets import PRESETS, SWEEPS, plan, unswept
+from bench.registry import STRATEGIES, TASKS, _load_all, parse_strategy
+from bench.runner import result_paths, run_config
+from conftest import ROOT, run_cli
+
+
+def test_no_preset_runs_the_default_sweep_of_sudoku_on_all_data():
+    (only,) = plan()
+    assert (only.task, only.specs, only.limit, only.seeds) == ("sudoku", SWEEPS["sudoku"], None, (0,))
+
+
+def test_ci_is_small_and_paper_adds_seeds():
+    ci = {p.task: p for p in plan("ci")}
+    assert set(ci) == {"sudoku", "protein"} and ci["sudoku"].limit == 100 and ci["protein"].limit == 40
+    assert all(p.seeds == (0,) and 3 <= len(p.specs) <= 4 for p in ci.values())
+    paper = plan("paper")
+    assert [p.task for p in paper] == ["sudoku", "protein"]
+    assert all(p.seeds == (0, 1, 2) and p.limit is None and p.specs == SWEEPS[p.task] for p in paper)
+
+
+def test_command_line_overrides_the_preset():
+    (sudoku,) = plan("ci", tasks="sudoku", strategies="topk:k=9,order=margin,eb:gamma=2", limit=5, seed=3)
+    assert (sudoku.specs, sudoku.limit, sudoku.seeds) == (["topk:k=9,order=margin", "eb:gamma=2"], 5, (3,))
+    assert plan("paper", tasks="protein", seed=1)[0].seeds == (1,)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"preset_name": "defualt"}, "unknown preset 'defualt' (did you mean 'default'?); available: ci, default, paper"),
+    ({"tasks": "sudok"}, "did you mean 'sudoku'"),
+    ({"limit": 0}, "--limit must be at least 1"),
+])
+def test_bad_presets_and_overrides_are_one_line_errors(kwargs, message):
+    with pytest.raises(BenchError) as err:
+        plan(**kwargs)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_every_preset_spec_parses_and_every_task_has_a_sweep():
+    _load_all()
+    assert set(SWEEPS) == set(TASKS)
+    for preset in PRESETS.values():
+        for specs in preset.strategies.values():
+            for spec in specs:
+                parse_strategy(spec)
+    assert unswept(["sequential", "topk", "brand_new"]) == ["brand_new"]
+    assert {spec.split(":")[0] for spec in SWEEPS["sudoku"]} >= {"sequential", "topk", "margin", "eb", "threshold"}
+
+
+def test_the_default_preset_finds_the_committed_sudoku_results():
+    """The preset resolves to the same run identity (file name and config) the committed files have."""
+    from tasks.sudoku.task import SudokuTask
+    task = SudokuTask()
+    model, eval_set = task.load_model(), task.eval_set(None, 0)
+    (sudoku,) = plan("default", tasks="sudoku")
+    committed = {"sequential", "topk:k=2", "topk:k=7", "eb:gamma=0.1", "eb:gamma=1", "threshold:tau=0.7"}
+    for spec in committed & set(sudoku.specs):
+        config = run_config(task, model, eval_set, parse_strategy(spec), 0, sudoku.limit, 250)
+        summary, _, _ = result_paths(ROOT / "results", config)
+        assert json.loads(Path(summary).read_text())["config"] == config, spec
+
+
+def test_cli_runs_a_preset_with_overrides(tmp_path):
+    proc = run_cli("run", "--preset", "ci", "--tasks", "sudoku", "--strategies", "topk:k=9", "--limit", 3,
+                   "--seed", 1, "--out", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (summary,) = (tmp_path / "sudoku").glob("*.json")
+    config = json.loads(summary.read_text())["config"]
+    assert (config["limit"], config["seed"], config["strategy_spec"]) == (3, 1, "topk:k=9,order=confidence")
+
+
+def test_cli_unknown_preset_is_one_line():
+    proc = run_cli("run", "--preset", "nightly")
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        "error: unknown preset 'nightly'; available: ci, default, paper")
+
+
+def test_list_names_presets_and_strategies_missing_from_the_sweep():
+    proc = run_cli("list")
+    assert proc.returncode == 0 and "presets" in proc.stdout and "paper" in proc.stdout
+    missing = unswept(STRATEGIES)
+    assert ("not in the default sweep" in proc.stdout) == bool(missing)
