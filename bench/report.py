@@ -1,8 +1,11 @@
 """`bench report`: Pareto plots and tables drawn from result files only (never runs a model)."""
+import zlib
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
+import matplotlib.colors
 import matplotlib.ticker
 
 matplotlib.use("Agg")
@@ -10,9 +13,24 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from bench.errors import BenchError  # noqa: E402
 from bench.results import find_results  # noqa: E402
-from bench.table import metric_of, render_markdown  # noqa: E402
+from bench.sweeps import point_label, reference_run, speedup_rows, sweep_lines  # noqa: E402
+from bench.table import csv_text, latex, markdown, metric_of, numeric_rows, summary_rows  # noqa: E402
 
-plt.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42})
+plt.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42})  # TrueType fonts embedded in PDF/PS
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A figure size: file-name suffix, width and height (inches), font size, legend below."""
+    suffix: str
+    width: float
+    height: float
+    font: float
+    legend_below: bool
+
+
+LAYOUTS = [Layout("", 6.8, 3.6, 8, False),        # two-column (full text width)
+           Layout("_1col", 3.3, 3.2, 6.5, True)]  # one column
 
 
 def comparison_group(results):
@@ -39,57 +57,157 @@ def pareto_front(points, higher_is_better):
     return front
 
 
+# A fixed colour per strategy name, the same in every figure whatever else is registered; add
+# new strategies here. Names not listed get a stable colour from their name (crc32 into tab10).
+COLOURS = {"eb": "#1f77b4", "margin": "#ff7f0e", "mi": "#2ca02c", "mi_oracle": "#d62728",
+           "sequential": "#9467bd", "threshold": "#8c564b", "topk": "#e377c2", "learned": "#17becf"}
+
+
 def strategy_color(name):
     """One colour per strategy name, the same in every figure."""
-    from bench.registry import STRATEGIES, _load_all
-    _load_all()
-    names = sorted(STRATEGIES)
-    return plt.get_cmap("tab10")(names.index(name) % 10 if name in names else 9)
+    if name in COLOURS:
+        return COLOURS[name]
+    palette = [matplotlib.colors.to_hex(c) for c in plt.get_cmap("tab10").colors]
+    return palette[zlib.crc32(name.encode()) % len(palette)]
 
 
-def draw_pareto(results, task, out_dir):
-    """Mean passes (log x) against the headline metric, CI bars, frontier, sequential marked."""
-    headline = results[0]["headline"]
-    passes = [metric_of(r, "passes") for r in results]
+def error_bars(runs, name):
+    """Values and [below, above] CI distances of metric ``name`` over ``runs``."""
+    ms = [metric_of(r, name) for r in runs]
+    return ([m["value"] for m in ms],
+            [[m["value"] - m["ci_low"] for m in ms], [m["ci_high"] - m["value"] for m in ms]])
+
+
+def draw_lines(ax, lines, headline, layout):
+    """One line with CI bars per sweep, in its strategy's colour (a new dash pattern for each
+    further line of the same strategy, e.g. another order); sequential as a star."""
+    seen = Counter()
+    for name, runs in lines.items():
+        xs, xerr = error_bars(runs, "passes")
+        ys, yerr = error_bars(runs, headline)
+        strategy = runs[0]["strategy"]
+        star = strategy == "sequential"
+        ax.errorbar(xs, ys, xerr=xerr, yerr=yerr, color=strategy_color(strategy), label=name,
+                    linestyle=["-", "--", ":", "-."][seen[strategy] % 4], marker="*" if star else "o",
+                    markersize=(9 if star else 3.5) * layout.font / 8, linewidth=1, elinewidth=0.6, capsize=1.5,
+                    zorder=3 if star else 2)
+        seen[strategy] += 1
+
+
+def draw_reference(ax, reference, headline):
+    """A dotted line at sequential's quality: the level the speed-up table asks for."""
+    ax.axhline(metric_of(reference, headline)["value"], color="0.5", linestyle=":", linewidth=0.8,
+               label="sequential quality", zorder=1)
+
+
+def draw_frontier(ax, results, headline):
+    passes = [metric_of(r, "passes")["value"] for r in results]
     quality = [metric_of(r, headline) for r in results]
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    labelled = set()
-    for r, p, q in zip(results, passes, quality):
-        legend = None if r["strategy"] in labelled else r["strategy"]
-        labelled.add(r["strategy"])
-        ax.errorbar(p["value"], q["value"], xerr=[[p["value"] - p["ci_low"]], [p["ci_high"] - p["value"]]],
-                    yerr=[[q["value"] - q["ci_low"]], [q["ci_high"] - q["value"]]], linestyle="none", capsize=3,
-                    color=strategy_color(r["strategy"]), label=legend,
-                    marker="*" if r["strategy"] == "sequential" else "o",
-                    markersize=12 if r["strategy"] == "sequential" else 6)
-        ax.annotate(r["label"], (p["value"], q["value"]), textcoords="offset points", xytext=(5, 5), fontsize=8)
-    front = pareto_front([(p["value"], q["value"]) for p, q in zip(passes, quality)], quality[0]["higher_is_better"])
-    ax.plot([passes[i]["value"] for i in front], [quality[i]["value"] for i in front], "k--", lw=1,
-            label="Pareto frontier")
+    front = pareto_front(list(zip(passes, [q["value"] for q in quality])), quality[0]["higher_is_better"])
+    ax.plot([passes[i] for i in front], [quality[i]["value"] for i in front], color="0.55", alpha=0.35,
+            linewidth=5, solid_capstyle="round", label="Pareto frontier", zorder=1)  # visible under lines
+
+
+def label_box(ax, xy, text, font):
+    """Display-space box (x0, x1, y0, y1) of a point's label, right of the point or, at the
+    right edge of the axes, left of it; and the offset and alignment that put it there."""
+    px, py = ax.transData.transform(xy)
+    scale = ax.figure.dpi / 72  # display pixels per point
+    width, height, pad = len(text) * font * 0.6 * scale, font * 1.2 * scale, 2 * scale
+    if px + pad + width > ax.get_window_extent().x1:
+        return (px - pad - width, px - pad, py + pad, py + pad + height), (-2, 2), "right"
+    return (px + pad, px + pad + width, py + pad, py + pad + height), (2, 2), "left"
+
+
+def overlaps(box, boxes):
+    return any(box[0] < b[1] and b[0] < box[1] and box[2] < b[3] and b[2] < box[3] for b in boxes)
+
+
+def label_points(ax, lines, headline, layout):
+    """Each point's swept parameter ('k=5'), skipping labels that would overlap one already placed."""
+    placed, font = [], layout.font - 2
+    for line in lines.values():
+        for run in line:
+            text = point_label(run, line)
+            xy = (metric_of(run, "passes")["value"], metric_of(run, headline)["value"])
+            box, offset, align = label_box(ax, xy, text, font)
+            if text and not overlaps(box, placed):
+                placed.append(box)
+                ax.annotate(text, xy, textcoords="offset points", xytext=offset, ha=align, fontsize=font,
+                            color=strategy_color(run["strategy"]))
+
+
+def log_tick_formatter(leading):
+    """Tick labels on a log axis only where the leading digit is in ``leading`` (fewer clash)."""
+    def label(value, _):
+        digit = int(f"{value:e}"[0]) if value > 0 else 0
+        return f"{value:g}" if digit in leading else ""
+    return matplotlib.ticker.FuncFormatter(label)
+
+
+def style_axes(ax, results, headline, task, layout):
+    quality = metric_of(results[0], headline)
     ax.set_xscale("log")
+    ax.margins(x=0.08)
     ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-    ax.set_xlabel("mean forward passes per sample (log scale)")
-    ax.set_ylabel(f"{quality[0]['label']} ({'higher' if quality[0]['higher_is_better'] else 'lower'} is better)")
-    ax.set_title(f"{task}: passes vs quality (n={results[0]['n_samples']}, 95% CI; * = sequential)")
-    ax.legend(loc="best", fontsize=8)
+    ax.xaxis.set_minor_formatter(log_tick_formatter({2, 5} if layout.legend_below else {2, 3, 5}))
+    ax.tick_params(labelsize=layout.font - 1, which="both")
+    ax.set_xlabel("mean forward passes per sample (log scale)", fontsize=layout.font)
+    direction = "higher" if quality["higher_is_better"] else "lower"
+    ax.set_ylabel(f"{quality['label']}\n({direction} is better)", fontsize=layout.font)
+    if not layout.legend_below:
+        ax.set_title(f"{task}: n={results[0]['n_samples']}, 95% CIs, * = sequential", fontsize=layout.font)
+    if layout.legend_below:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=layout.font - 1.5,
+                  frameon=False)
+    else:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=layout.font - 1, frameon=False)
+
+
+def draw_pareto(results, task, out_dir, layout=LAYOUTS[0]):
+    """Mean passes (log x) against the headline metric: a line per sweep with CI bars, the
+    frontier and sequential's quality as the reference; written as PNG and PDF."""
+    headline = results[0]["headline"]
+    lines = sweep_lines(results)
+    fig, ax = plt.subplots(figsize=(layout.width, layout.height))
+    reference = reference_run(results)
+    if reference is not None:
+        draw_reference(ax, reference, headline)
+    draw_frontier(ax, results, headline)
+    draw_lines(ax, lines, headline, layout)
+    style_axes(ax, results, headline, task, layout)
     fig.tight_layout()
-    paths = [Path(out_dir) / f"pareto_{task}.{ext}" for ext in ("png", "pdf")]
+    label_points(ax, lines, headline, layout)
+    paths = [Path(out_dir) / f"pareto_{task}{layout.suffix}.{ext}" for ext in ("png", "pdf")]
     for path in paths:
-        fig.savefig(path, dpi=150)
+        fig.savefig(path, dpi=300)
     plt.close(fig)
     return paths
 
 
+def write_tables(results, task, out_dir):
+    """table_<task> and speedup_<task> as .md, .csv and .tex; returns the paths."""
+    tables = {f"table_{task}": (summary_rows(results), numeric_rows(results))}
+    if reference_run(results) is not None:
+        tables[f"speedup_{task}"] = (speedup_rows(results), speedup_rows(results, numeric=True))
+    paths = []
+    for stem, (text_rows, number_rows) in tables.items():
+        for ext, text in (("md", markdown(*text_rows)), ("csv", csv_text(*number_rows)),
+                          ("tex", latex(*text_rows))):
+            paths.append(Path(out_dir) / f"{stem}.{ext}")
+            paths[-1].write_text(text.rstrip("\n") + "\n")
+    return paths
+
+
 def report(results_dir, out_dir):
+    """Figures (both sizes) and tables per task from the result files under ``results_dir``."""
     results = find_results(results_dir)
     if not results:
         raise BenchError(f"no result files under {results_dir}; make some with: python -m bench run")
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     for task in sorted({r["task"] for r in results}):
         group, left_out = comparison_group([r for r in results if r["task"] == task])
-        paths = draw_pareto(group, task, out_dir)
-        table = Path(out_dir) / f"table_{task}.md"
-        table.write_text(render_markdown(group) + "\n")
+        paths = [p for layout in LAYOUTS for p in draw_pareto(group, task, out_dir, layout)]
+        paths += write_tables(group, task, out_dir)
         note = f" ({left_out} runs of other models/data/limits/seeds left out)" if left_out else ""
-        print(f"{task}: {len(group)} runs{note} -> {', '.join(map(str, paths))}, {table}")
+        print(f"{task}: {len(group)} runs{note} -> {', '.join(p.name for p in paths)} in {out_dir}")
