@@ -2,7 +2,8 @@
 
 Commands: list (tasks, strategies, presets), run (strategies on tasks -> results/),
 report (figures and tables from results/ only), compare (two sets of results: the regression
-gate), train (a task's model), data (build data sets).
+gate), train (a task's model or its MI estimator), mi (exact-MI labels, estimator evaluation),
+data (build data sets).
 """
 import argparse
 import sys
@@ -52,9 +53,12 @@ def build_parser():
     report.add_argument("--results", default="results", help="results folder (default: results)")
     report.add_argument("--out", default="reports", help="figures folder (default: reports)")
     train = sub.add_parser("train", help="train a task's model (weights ship in the repo)")
-    train.add_argument("target", help="what to train: sudoku")
+    train.add_argument("target", help="what to train: sudoku, protein (a task's model) or mi (--task's MI estimator)")
     train.add_argument("settings", nargs="*", help="KEY=VALUE overrides, e.g. steps=100")
     train.add_argument("--out", help="where to write the checkpoint (default: the shipped path)")
+    train.add_argument("--task", help="with target mi: the task whose model the estimator reads")
+    from bench.mi_cli import add_mi_parser
+    add_mi_parser(sub)
     data = sub.add_parser("data", help="build a task's data sets (cached; the test set is committed)")
     data.add_argument("target", help="sudoku")
     data.add_argument("--test-set", action="store_true", help="also rewrite the committed test set")
@@ -74,17 +78,34 @@ def dispatch(args):
     elif args.command == "compare":
         from bench.compare import compare
         return compare(args.base, args.new, args.fail_on)
+    elif args.command == "train" and args.target == "mi":
+        from bench.mi_cli import train_mi
+        train_mi(args.task, args.settings, args.out)
     elif args.command == "train":
         from bench.training import run_training
         run_training(args.target, args.settings, args.out)
+    elif args.command == "mi":
+        from bench.mi_cli import mi_command
+        mi_command(args)
     elif args.command == "data":
         from bench.training import build_data
         build_data(args.target, args.test_set)
     return 0
 
 
+def parse(argv=None):
+    """Parse the command line; `train` also takes KEY=VALUE settings after its options."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and not (args.command == "train" and all("=" in e and not e.startswith("-") for e in extra)):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:
+        args.settings = args.settings + extra
+    return args
+
+
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     try:
         return dispatch(args)
     except BenchError as err:

@@ -13,13 +13,17 @@ from bench.decode import decode
 from bench.provenance import provenance
 from bench.registry import canonical
 from bench.results import SCHEMA_VERSION, append_records, read_records, read_result, write_text_atomic
+from bench.stats import mean_metric
 
 
 def run_config(task, model, eval_set, strategy, seed, limit, batch_size):
     """Everything that determines a run's numbers (its identity)."""
-    return {"task": task.name, "task_options": task.config(), "strategy_spec": canonical(strategy),
-            "strategy_params": asdict(strategy), "seed": seed, "limit": limit, "batch_size": batch_size,
-            "data_id": eval_set.data_id, "model_id": model.checkpoint_id, "temperature": task.temperature}
+    config = {"task": task.name, "task_options": task.config(), "strategy_spec": canonical(strategy),
+              "strategy_params": asdict(strategy), "seed": seed, "limit": limit, "batch_size": batch_size,
+              "data_id": eval_set.data_id, "model_id": model.checkpoint_id, "temperature": task.temperature}
+    if getattr(strategy, "helper_ids", None):  # trained helpers (an MI estimator) are part of the identity
+        config["helper_ids"] = strategy.helper_ids
+    return config
 
 
 def result_paths(out_dir, config):
@@ -55,11 +59,21 @@ def decode_batches(task, model, eval_set, strategy, config, partial_path, label)
         result = decode(model, eval_set.tokens[rows], eval_set.masked[rows], strategy,
                         task.temperature, generator)
         new = task.records(result.tokens, result.passes, rows, eval_set)
-        for record in new:
+        for i, record in enumerate(new):
             record.update(batch=batch, batch_seconds=result.seconds)
+            if result.probe_passes is not None:
+                record["probe_passes"] = int(result.probe_passes[i])
         append_records(partial_path, new)
         records += new
     return sorted(records, key=lambda r: r["index"])
+
+
+def probe_metrics(records):
+    """An oracle's probing passes, reported apart from decoding passes."""
+    if not records or "probe_passes" not in records[0]:
+        return []
+    return [mean_metric("probe_passes", [r["probe_passes"] for r in records], False,
+                        "probing passes per sample (oracle; not decoding passes)")]
 
 
 def summarize(task, model, config, records, label):
@@ -68,12 +82,15 @@ def summarize(task, model, config, records, label):
             "label": label, "config": config, "headline": task.headline,
             "model": {"id": model.checkpoint_id, "path": config["task_options"].get("model"),
                       "n_params": getattr(model, "n_params", None)},
-            "metrics": task.summarize(records), "n_samples": len(records), "wall_seconds": seconds,
+            "metrics": task.summarize(records) + probe_metrics(records),
+            "n_samples": len(records), "wall_seconds": seconds,
             "floor": task.floor() if hasattr(task, "floor") else None, "provenance": provenance()}
 
 
 def run_one(task, model, eval_set, strategy, label, seed, limit, batch_size, out_dir):
     """Run (or resume, or skip if already complete) one strategy on one task; returns the summary."""
+    if hasattr(strategy, "bind"):
+        strategy.bind(task, model)  # strategies with trained helpers or probing load them here
     config = run_config(task, model, eval_set, strategy, seed, limit, batch_size)
     summary_path, records_path, partial_path = result_paths(out_dir, config)
     existing = read_result(summary_path)

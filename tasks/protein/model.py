@@ -54,8 +54,14 @@ class ProteinModel:
     @torch.inference_mode()
     def __call__(self, tokens, masked):
         out = self.network(sequence_tokens=tokens.masked_fill(masked, MASK_ID))
-        return ModelOutput(logits=out.sequence_logits[..., AA_IDS].float(),
+        return ModelOutput(logits=out.sequence_logits[..., self.value_tokens].float(),
                            hidden=out.hidden_states[self.hidden_layer].float())
+
+    def to(self, device):
+        """Move the network (and value ids) to ``device``; returns self."""
+        self.network.to(device)
+        self.value_tokens = self.value_tokens.to(device)
+        return self
 
     @property
     def n_params(self):

@@ -31,6 +31,12 @@ class SudokuModel:
         logits, hidden = self.network(tokens, masked)
         return ModelOutput(logits=logits, hidden=hidden)
 
+    def to(self, device):
+        """Move the network (and value ids) to ``device``; returns self."""
+        self.network.to(device)
+        self.value_tokens = self.value_tokens.to(device)
+        return self
+
     @property
     def n_params(self):
         return sum(p.numel() for p in self.network.parameters())

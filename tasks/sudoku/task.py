@@ -21,6 +21,7 @@ class SudokuTask:
     """Sudoku: 1,000 hard puzzles (unique solution, <= 28 givens, beyond singles)."""
     name = "sudoku"
     headline = "exact_accuracy"
+    weights_dir = Path(__file__).parent / "weights"  # the model's trained helpers (MI estimator, ...)
     temperature = 0.0  # digits are filled by argmax
     default_strategies = "sequential,topk:k=2,topk:k=3,topk:k=5,topk:k=7"
     options = {"data": "puzzle CSV (default: the shipped hard test set)",

@@ -1,0 +1,119 @@
+"""`bench train mi --task T`: fit the MI estimator to a task's exact-MI label set.
+
+The frozen model's hidden states and entropies are computed once for every context; the
+estimator is trained with AdamW on MSE of log1p(MI / 0.01) over masked-masked pairs (target:
+the mean of both directions of the exact MI), on the ``train`` label set only. A tenth of it
+is kept aside to pick the best epoch.
+"""
+import logging
+import time
+from dataclasses import asdict, dataclass
+
+import torch
+from tqdm import tqdm
+
+from bench.mi_labels import load_labels
+from bench.mi_metrics import estimator_metrics, pair_values
+from strategies.mi_exact import symmetric
+from strategies.mi_net import FILE_NAME, EstimatorConfig, MIEstimator, n_params, save_estimator, transform
+
+log = logging.getLogger("train.mi")
+
+
+@dataclass
+class MITrainConfig:
+    epochs: int = 40          # passes over the training contexts
+    batch_size: int = 32      # contexts per step
+    lr: float = 2e-3          # peak learning rate (cosine decay)
+    weight_decay: float = 0.01
+    val_share: float = 0.1    # share of training contexts kept aside to choose the epoch
+    n_train: int = 0          # size of the train label set (0 = the default size)
+    seed: int = 0
+    device: str = "cpu"       # where the frozen model and the estimator run (cpu, cuda)
+
+
+@torch.no_grad()
+def model_features(model, tokens, masked, device, batch=256):
+    """(hidden [C, N, D], probs [C, N, V]) of the frozen model on every context (kept on CPU)."""
+    model.to(device)
+    hidden, probs = [], []
+    for s in range(0, len(tokens), batch):
+        out = model(tokens[s:s + batch].to(device), masked[s:s + batch].to(device))
+        hidden.append(out.hidden.float().cpu())
+        probs.append(torch.softmax(out.logits.float(), -1).cpu())
+    model.to("cpu")
+    return torch.cat(hidden), torch.cat(probs)
+
+
+def pair_loss(network, hidden, probs, masked, target):
+    pred = network(hidden, probs, masked)
+    eye = torch.eye(masked.shape[1], dtype=torch.bool, device=masked.device)
+    pairs = masked[:, :, None] & masked[:, None, :] & ~eye
+    return ((transform(pred) - transform(target)) ** 2)[pairs].mean()
+
+
+@torch.no_grad()
+def predict(network, hidden, probs, masked, device, batch=256):
+    network.eval()
+    parts = [network(hidden[s:s + batch].to(device), probs[s:s + batch].to(device),
+                     masked[s:s + batch].to(device)).cpu() for s in range(0, len(hidden), batch)]
+    network.train()
+    return torch.cat(parts)
+
+
+def fit(network, data, val, cfg):
+    """Train in place; returns (best state dict, per-epoch history)."""
+    opt = torch.optim.AdamW(network.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    steps = cfg.epochs * -(-len(data[0]) // cfg.batch_size)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, cfg.lr, total_steps=steps, pct_start=0.05)
+    generator = torch.Generator().manual_seed(cfg.seed)
+    best, history = (float("-inf"), None), []
+    for epoch in tqdm(range(cfg.epochs), desc="MI estimator", unit="epoch"):
+        order, total = torch.randperm(len(data[0]), generator=generator), 0.0
+        for s in range(0, len(order), cfg.batch_size):
+            batch = [t[order[s:s + cfg.batch_size]].to(cfg.device) for t in data]
+            loss = pair_loss(network, *batch)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            total += loss.item() * len(batch[0])
+        pearson = estimator_metrics(*pair_values(predict(network, *val[:3], cfg.device), val[3], val[2]))["pearson"]
+        history.append({"epoch": epoch + 1, "train_loss": total / len(order), "val_pearson": pearson})
+        log.info("epoch %d train loss %.4f val pearson %.4f", epoch + 1, total / len(order), pearson)
+        if pearson > best[0]:
+            best = (pearson, {k: v.detach().cpu().clone() for k, v in network.state_dict().items()})
+    return best[1], history
+
+
+def train_estimator(task, settings_cfg, out=None):
+    """Train and save the estimator of ``task``'s shipped model; returns the weights path."""
+    cfg = settings_cfg
+    torch.manual_seed(cfg.seed)
+    model = task.load_model()
+    tokens, masked, mi = load_labels(task.name, model.checkpoint_id, "train", cfg.n_train or None)
+    start = time.perf_counter()
+    hidden, probs = model_features(model, tokens, masked, cfg.device)
+    target = symmetric(mi).clamp_min(0)
+    n_val = max(1, int(len(tokens) * cfg.val_share))
+    val = (hidden[:n_val], probs[:n_val], masked[:n_val], target[:n_val])
+    data = (hidden[n_val:], probs[n_val:], masked[n_val:], target[n_val:])
+    network = MIEstimator(EstimatorConfig(d_hidden=hidden.shape[-1], n_values=probs.shape[-1])).to(cfg.device)
+    state, history = fit(network, data, val, cfg)
+    network.load_state_dict(state)
+    meta = {"train_config": asdict(cfg), "history": history, "train_contexts": len(data[0]),
+            "val_contexts": n_val, "seconds": round(time.perf_counter() - start, 1),
+            "hidden_layer": hidden_layer(model), "n_params": n_params(network),
+            "command": f"python -m bench train mi --task {task.name}"}
+    path = out or task.weights_dir / FILE_NAME
+    save_estimator(path, network.cpu(), model.checkpoint_id, meta)
+    log.info("saved %s: %d parameters, best val pearson %.4f, %.0f s", path, meta["n_params"],
+             max(h["val_pearson"] for h in history), meta["seconds"])
+    return path
+
+
+def hidden_layer(model):
+    """The layer the estimator reads, as the model wrapper reports it."""
+    if hasattr(model, "hidden_layer"):
+        return model.hidden_layer
+    return model.network.cfg.hidden_layer
