@@ -211,3 +211,7 @@ def report(results_dir, out_dir):
         paths += write_tables(group, task, out_dir)
         note = f" ({left_out} runs of other models/data/limits/seeds left out)" if left_out else ""
         print(f"{task}: {len(group)} runs{note} -> {', '.join(p.name for p in paths)} in {out_dir}")
+    from bench.mi_report import report_mi
+    mi_paths = report_mi(results_dir, out_dir)
+    if mi_paths:
+        print(f"MI: {', '.join(p.name for p in mi_paths)} in {out_dir}")

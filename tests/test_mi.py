@@ -179,3 +179,34 @@ def test_oracle_keeps_a_copied_pair_apart_and_counts_probing_passes():
     result = decode(model, tokens, masked, oracle)
     assert result.passes.tolist() == [2, 2]
     assert result.probe_passes.tolist() == [4, 4]  # the second pass has one position left: no probing
+
+
+def mi_payload(task="sudoku", n=18):
+    rng = torch.Generator().manual_seed(0)
+    matrix = torch.rand(n, n, generator=rng)
+    state = {"index": 0, "n_masked": n - 2, "tokens": [0] * n, "masked": [True] * (n - 2) + [False] * 2,
+             "exact": (matrix + matrix.T).tolist(), "predicted": matrix.tolist()}
+    split = {"contexts": 3, "pairs": 40, "pearson": 0.5, "spearman": 0.4, "mae": 0.1,
+             "bins": [{"bin": "[0, 0.01)", "pairs": 10, "mae": 0.01}, {"bin": "[0.5, inf)", "pairs": 0, "mae": None}],
+             "independence": [{"tau": 0.01, "precision": 0.9, "recall": 0.8}, {"tau": 0.05, "precision": 0.7, "recall": 0.6}]}
+    return {"schema_version": "mi-1", "task": task, "maps": [state], "splits": {"heldout": split, "ood": split},
+            "scatter": {"true": [0.0, 0.1, 0.5], "predicted": [0.01, 0.2, 0.4]},
+            "latency": {"batch": 3, "threads": 1, "estimator_seconds": 0.001, "forward_seconds": 0.1,
+                        "estimator_share_of_forward": 0.01}}
+
+
+def test_report_draws_mi_maps_scatter_and_table_from_files_only(tmp_path):
+    import json
+
+    from bench.mi_report import report_mi
+    (tmp_path / "results" / "mi").mkdir(parents=True)
+    (tmp_path / "results" / "mi" / "sudoku.mi.json").write_text(json.dumps(mi_payload()))
+    (tmp_path / "results" / "mi" / "other.mi.json").write_text(json.dumps({"schema_version": 1}))
+    out = tmp_path / "reports"
+    out.mkdir()
+    paths = report_mi(tmp_path / "results", out)
+    assert sorted(p.name for p in paths) == ["mi_maps_sudoku.pdf", "mi_maps_sudoku.png", "mi_scatter_sudoku.pdf",
+                                             "mi_scatter_sudoku.png", "mi_sudoku.md"]
+    assert all(p.stat().st_size > 0 for p in paths)
+    table = (out / "mi_sudoku.md").read_text()
+    assert "| heldout | 3 | 40 | 0.500 | 0.400 |" in table and "0.900 / 0.800" in table

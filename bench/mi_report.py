@@ -1,0 +1,105 @@
+"""MI figures for `bench report`, drawn from ``<results>/mi/<task>.mi.json`` only (made by
+`bench mi eval`): exact and predicted MI maps of a few fixed states, predicted-vs-exact scatter
+with the calibration bins, and a Markdown table of the estimator's numbers."""
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+FLOOR = 1e-4  # nats; smaller values are drawn at this floor on log axes
+
+
+def read_mi_results(results_dir):
+    """Every MI evaluation file under ``results_dir``/mi."""
+    found = []
+    for path in sorted(Path(results_dir).glob("mi/*.mi.json")):
+        payload = json.loads(path.read_text())
+        if payload.get("schema_version") == "mi-1":
+            found.append(payload)
+    return found
+
+
+def shown_positions(state):
+    """Positions to draw: up to the last masked one (drops protein padding)."""
+    last = max(i for i, m in enumerate(state["masked"]) if m)
+    return slice(0, last + 1)
+
+
+def draw_sudoku_grid(ax, n):
+    for k in range(9, n, 9):
+        ax.axhline(k - 0.5, color="white", lw=0.3)
+        ax.axvline(k - 0.5, color="white", lw=0.3)
+
+
+def draw_maps(payload, out_dir):
+    """One row per fixed state: exact MI | predicted MI, same colour scale."""
+    states = payload["maps"]
+    fig, axes = plt.subplots(len(states), 2, figsize=(6.8, 3.2 * len(states)), squeeze=False)
+    for row, state in zip(axes, states):
+        keep = shown_positions(state)
+        exact, predicted = (np.array(state[k])[keep, keep] for k in ("exact", "predicted"))
+        top = max(exact.max(), predicted.max(), 1e-6)
+        for ax, matrix, name in zip(row, (exact, predicted), ("exact (probing)", "predicted (estimator)")):
+            image = ax.imshow(matrix, cmap="magma", vmin=0, vmax=top, interpolation="nearest")
+            ax.set_title(f"{name}, {state['n_masked']} masked", fontsize=8)
+            ax.tick_params(labelsize=6)
+            if payload["task"] == "sudoku":
+                draw_sudoku_grid(ax, matrix.shape[0])
+        fig.colorbar(image, ax=list(row), shrink=0.8, label="MI (nats)")
+    fig.suptitle(f"{payload['task']}: pairwise MI of held-out states (position x position)", fontsize=10)
+    return save(fig, out_dir, f"mi_maps_{payload['task']}")
+
+
+def draw_scatter(payload, out_dir):
+    """Predicted vs exact MI (log axes) and mean absolute error per exact-MI bin."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(6.8, 3.0))
+    true = np.maximum(payload["scatter"]["true"], FLOOR)
+    predicted = np.maximum(payload["scatter"]["predicted"], FLOOR)
+    left.scatter(true, predicted, s=2, alpha=0.3, color="tab:blue", rasterized=True)
+    left.plot([FLOOR, 3], [FLOOR, 3], "k--", lw=0.8)
+    left.set(xscale="log", yscale="log", xlabel="exact MI (nats)", ylabel="predicted MI (nats)",
+             title=f"held-out pairs (Pearson {payload['splits']['heldout']['pearson']:.2f})")
+    width = 0.38
+    for shift, split in ((-width / 2, "heldout"), (width / 2, "ood")):
+        bins = [b for b in payload["splits"][split]["bins"] if b["mae"] is not None]
+        right.bar(np.arange(len(bins)) + shift, [b["mae"] for b in bins], width, label=split)
+        right.set_xticks(np.arange(len(bins)), [b["bin"] for b in bins], fontsize=7)
+    right.set(xlabel="exact-MI bin (nats)", ylabel="mean absolute error (nats)", title="calibration by bin")
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    return save(fig, out_dir, f"mi_scatter_{payload['task']}")
+
+
+def save(fig, out_dir, stem):
+    paths = [Path(out_dir) / f"{stem}.{ext}" for ext in ("png", "pdf")]
+    for path in paths:
+        fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return paths
+
+
+def mi_table(payload):
+    """Markdown: the estimator's numbers in and out of distribution."""
+    lines = ["| split | contexts | pairs | Pearson | Spearman | MAE | P/R indep. (0.01) | P/R indep. (0.05) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for split, m in payload["splits"].items():
+        pr = [f"{i['precision']:.3f} / {i['recall']:.3f}" for i in m["independence"]]
+        lines.append(f"| {split} | {m['contexts']} | {m['pairs']} | {m['pearson']:.3f} | {m['spearman']:.3f} "
+                     f"| {m['mae']:.4f} | {pr[0]} | {pr[1]} |")
+    lat = payload["latency"]
+    lines.append(f"\nLatency on {lat['batch']} contexts ({lat['threads']} CPU threads): estimator "
+                 f"{lat['estimator_seconds'] * 1e3:.1f} ms, one model forward pass {lat['forward_seconds'] * 1e3:.1f} ms "
+                 f"({100 * lat['estimator_share_of_forward']:.1f}%).")
+    return "\n".join(lines) + "\n"
+
+
+def report_mi(results_dir, out_dir):
+    """Draw every task's MI figures; returns the written paths."""
+    paths = []
+    for payload in read_mi_results(results_dir):
+        paths += draw_maps(payload, out_dir) + draw_scatter(payload, out_dir)
+        table = Path(out_dir) / f"mi_{payload['task']}.md"
+        table.write_text(mi_table(payload))
+        paths.append(table)
+    return paths
