@@ -8,7 +8,6 @@ first missing chunk.
 import importlib
 import json
 import time
-from pathlib import Path
 
 import torch
 from tqdm import tqdm
