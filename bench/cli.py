@@ -53,10 +53,11 @@ def build_parser():
     report.add_argument("--results", default="results", help="results folder (default: results)")
     report.add_argument("--out", default="reports", help="figures folder (default: reports)")
     train = sub.add_parser("train", help="train a task's model (weights ship in the repo)")
-    train.add_argument("target", help="what to train: sudoku, protein (a task's model) or mi (--task's MI estimator)")
+    train.add_argument("target", help="what to train: sudoku, protein (a task's model), mi (--task's MI estimator) "
+                                      "or order (--task's learned order policy)")
     train.add_argument("settings", nargs="*", help="KEY=VALUE overrides, e.g. steps=100")
     train.add_argument("--out", help="where to write the checkpoint (default: the shipped path)")
-    train.add_argument("--task", help="with target mi: the task whose model the estimator reads")
+    train.add_argument("--task", help="with target mi or order: the task whose model the helper reads")
     from bench.mi_cli import add_mi_parser
     add_mi_parser(sub)
     data = sub.add_parser("data", help="build a task's data sets (cached; the test set is committed)")
@@ -81,6 +82,9 @@ def dispatch(args):
     elif args.command == "train" and args.target == "mi":
         from bench.mi_cli import train_mi
         train_mi(args.task, args.settings, args.out)
+    elif args.command == "train" and args.target == "order":
+        from bench.order_train import train_order_cli
+        train_order_cli(args.task, args.settings, args.out)
     elif args.command == "train":
         from bench.training import run_training
         run_training(args.target, args.settings, args.out)

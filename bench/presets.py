@@ -19,10 +19,12 @@ from bench.registry import TASKS, closest, lookup, split_specs
 SWEEPS = {
     "sudoku": ["sequential", "topk:k=2", "topk:k=3", "topk:k=5", "topk:k=7", "margin:k=2", "margin:k=5",
                "eb:gamma=0.1", "eb:gamma=0.3", "eb:gamma=1", "threshold:tau=0.9", "threshold:tau=0.7",
-               "mi:gamma=0.1", "mi:gamma=0.3", "mi:gamma=0.6", "mi:gamma=1", "mi_oracle:gamma=0.3"],
+               "mi:gamma=0.1", "mi:gamma=0.3", "mi:gamma=0.6", "mi:gamma=1", "mi_oracle:gamma=0.3",
+               "learned:T=5,mode=threshold", "learned:T=10,mode=threshold", "learned:T=15,mode=threshold"],
     "protein": ["sequential", "topk:k=4", "topk:k=12", "margin:k=4", "margin:k=12",
                 "eb:gamma=0.1", "eb:gamma=0.3", "eb:gamma=1", "eb:gamma=3", "eb:gamma=10",
-                "threshold:tau=0.9", "threshold:tau=0.7", "mi:gamma=2", "mi:gamma=6", "mi:gamma=12", "mi:gamma=24"],
+                "threshold:tau=0.9", "threshold:tau=0.7", "mi:gamma=2", "mi:gamma=6", "mi:gamma=12", "mi:gamma=24",
+                "learned:T=5,mode=threshold", "learned:T=10,mode=threshold", "learned:T=15,mode=threshold"],
 }
 
 

@@ -1,2 +1,2 @@
 """Unmasking strategies; importing this package registers every one of them."""
-from strategies import eb, margin, mi, mi_oracle, sequential, threshold, topk  # noqa: F401
+from strategies import eb, learned, margin, mi, mi_oracle, sequential, threshold, topk  # noqa: F401

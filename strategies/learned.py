@@ -1,0 +1,67 @@
+"""Learned generation order (after Fox et al. 2026): reveal by a trained policy P_psi.
+
+Each pass, a small network scores every masked position from the frozen model's hidden state,
+entropy and confidence; position n is revealed with probability
+exp((s_n - max_m s_m) / temperature), so the best-scored position always goes. A policy is
+trained for a step budget T (`python -m bench train order --task TASK T=5`) and ships as
+tasks/<task>/weights/order_policy_T{T}.pt; at the T-th pass everything still masked is revealed,
+so no input takes more than T passes.
+"""
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+import torch
+
+from bench.checkpoints import file_id
+from bench.errors import BenchError
+from bench.registry import register_strategy
+from strategies.order_policy import (MODES, call_seed, choose_reveals, file_name, load_policy, position_scalars,
+                                     reveal_log_probs, train_command)
+
+
+def check_params(budget, temperature, mode):
+    if budget < 1:
+        raise ValueError(f"T must be at least 1, got {budget}")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+
+
+@register_strategy
+@dataclass
+class Learned:
+    """Reveal by the learned policy P_psi of step budget T: Bernoulli draws (sample) or p >= 0.5 (threshold)."""
+    name: ClassVar[str] = "learned"
+    T: int = 10
+    temperature: float = 1.0
+    mode: str = field(default="sample", metadata={"choices": MODES})
+    seed: int = 0
+    policy: str = field(default="", metadata={"help": "policy file (default: the task's order_policy_T{T}.pt)"})
+
+    def __post_init__(self):
+        check_params(self.T, self.temperature, self.mode)
+        self.network = None
+
+    def bind(self, task, model):
+        """Load the policy of budget T that belongs to ``model``; a missing or foreign one is an error."""
+        path = Path(self.policy) if self.policy else Path(task.weights_dir) / file_name(self.T)
+        self.network = load_policy(path, model.checkpoint_id, task.name, self.T)
+        self.helper_ids = {"order_policy": file_id(path)}
+        self.policy_path, self.task_name = path, task.name
+
+    def select(self, state):
+        if self.network is None:
+            raise BenchError("strategy learned has no policy loaded (bind(task, model) was not called)")
+        if state.step >= self.T - 1:              # the budget's last pass reveals everything left
+            return state.masked.clone()
+        scalars = position_scalars(state.log_probs, state.masked, state.step, self.T)
+        with torch.inference_mode():
+            scores = self.network(state.out.hidden, scalars)
+        if not torch.isfinite(scores).all():
+            raise BenchError(f"order policy {self.policy_path} returned non-finite scores; retrain it with: "
+                             f"{train_command(self.task_name, self.T)}")
+        log_p = reveal_log_probs(scores, state.masked, self.temperature)
+        generator = torch.Generator().manual_seed(call_seed(self.seed, state.step, state.tokens, state.masked))
+        return choose_reveals(log_p, state.masked, self.mode, generator)
