@@ -53,6 +53,7 @@ def param_help(cls):
     for f in fields(cls):
         kind = "|".join(f.metadata["choices"]) if "choices" in f.metadata else f.type.__name__
         default = "required" if f.default is MISSING else f.default
+        default = "(the task's shipped file)" if default == "" else default
         parts.append(f"{f.name}: {kind} = {default}")
     return "; ".join(parts) or "(no parameters)"
 
