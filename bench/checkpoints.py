@@ -37,3 +37,35 @@ def load_payload(path, what, how_to_make):
 def file_id(path):
     """First 12 hex digits of the file's SHA-256: the identity results record."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+
+
+def build_from_payload(payload, build, what, path, how_to_make):
+    """``build(payload)`` (a network with its weights loaded), or a one-line BenchError when the
+    file does not fit the code."""
+    try:
+        return build(payload)
+    except (TypeError, KeyError, RuntimeError) as err:
+        raise BenchError(f"{what} {path} does not match the {what.split()[-1]} code "
+                         f"({str(err).splitlines()[0][:100]}); remake it with: {how_to_make}") from None
+
+
+def load_helper(path, what, how_to_make, model_id, build):
+    """A trained helper of a model (MI estimator, order policy): (network in eval mode, payload).
+
+    The file must record ``model_id``, the checkpoint of the model it was trained on.
+    """
+    payload = load_payload(path, what, how_to_make)
+    if payload.get("model_id") != model_id:
+        raise BenchError(f"{what} {path} was trained for model {payload.get('model_id')}, "
+                         f"not the model in use ({model_id}); retrain it with: {how_to_make}")
+    return build_from_payload(payload, build, what, path, how_to_make).eval(), payload
+
+
+def count_params(network):
+    return sum(p.numel() for p in network.parameters())
+
+
+def with_weights(network, state_dict):
+    """``network`` with ``state_dict`` loaded."""
+    network.load_state_dict(state_dict)
+    return network

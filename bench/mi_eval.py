@@ -9,13 +9,14 @@ import time
 import numpy as np
 import torch
 
+from bench.checkpoints import count_params
 from bench.mi_labels import load_labels, sources
 from bench.mi_metrics import estimator_metrics, pair_values
 from bench.mi_train import model_features, predict
 from bench.provenance import provenance
 from bench.results import write_text_atomic
 from strategies.mi_exact import symmetric
-from strategies.mi_net import FILE_NAME, load_estimator, n_params
+from strategies.mi_net import FILE_NAME, load_estimator
 
 MAP_QUANTILES = (0.25, 0.5, 0.75)   # the fixed states drawn as MI maps: quantiles of the masked count
 SCATTER_PAIRS = 4000
@@ -87,7 +88,7 @@ def evaluate(task, out_dir, device="cpu"):
     path = task.weights_dir / FILE_NAME
     network = load_estimator(path, model.checkpoint_id, task.name)
     payload = {"schema_version": "mi-1", "task": task.name, "model_id": model.checkpoint_id,
-               "estimator": {"path": f"tasks/{task.name}/weights/{FILE_NAME}", "n_params": n_params(network),
+               "estimator": {"path": f"tasks/{task.name}/weights/{FILE_NAME}", "n_params": count_params(network),
                              "meta": torch.load(path, weights_only=True)["meta"]}, "splits": {}}
     for split in ("heldout", "ood"):
         metrics, (tokens, masked, true, pred) = split_report(task, model, network, split)

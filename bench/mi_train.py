@@ -12,10 +12,11 @@ from dataclasses import asdict, dataclass
 import torch
 from tqdm import tqdm
 
+from bench.checkpoints import count_params
 from bench.mi_labels import load_labels
 from bench.mi_metrics import estimator_metrics, pair_values
 from strategies.mi_exact import symmetric
-from strategies.mi_net import FILE_NAME, EstimatorConfig, MIEstimator, n_params, save_estimator, transform
+from strategies.mi_net import FILE_NAME, EstimatorConfig, MIEstimator, save_estimator, transform
 
 log = logging.getLogger("train.mi")
 
@@ -103,7 +104,7 @@ def train_estimator(task, settings_cfg, out=None):
     network.load_state_dict(state)
     meta = {"train_config": asdict(cfg), "history": history, "train_contexts": len(data[0]),
             "val_contexts": n_val, "seconds": round(time.perf_counter() - start, 1),
-            "hidden_layer": hidden_layer(model), "n_params": n_params(network),
+            "hidden_layer": hidden_layer(model), "n_params": count_params(network),
             "command": f"python -m bench train mi --task {task.name}"}
     path = out or task.weights_dir / FILE_NAME
     save_estimator(path, network.cpu(), model.checkpoint_id, meta)

@@ -23,9 +23,10 @@ from dataclasses import asdict, dataclass
 import torch
 from tqdm import tqdm
 
+from bench.checkpoints import count_params
 from bench.errors import BenchError
 from strategies.order_policy import (OrderNet, PolicyConfig, bernoulli_kl, bernoulli_log_prob, choose_reveals,
-                                     file_name, n_params, position_scalars, reinforce_loss, reveal_log_probs,
+                                     file_name, position_scalars, reinforce_loss, reveal_log_probs,
                                      save_policy)
 
 log = logging.getLogger("train.order")
@@ -311,7 +312,7 @@ def train_order(task, cfg, out=None):
     curve, evals = fit(roller, data, held_out, cfg)
     seconds = round(time.perf_counter() - began, 1)
     meta = {"train_config": asdict(cfg), "curve": curve, "held_out": evals, "seconds": seconds,
-            "train_examples": len(data[0]), "n_params": n_params(prior) + n_params(posterior),
+            "train_examples": len(data[0]), "n_params": count_params(prior) + count_params(posterior),
             "command": f"python -m bench train order --task {task.name} T={cfg.T}"}
     path = out or task.weights_dir / file_name(cfg.T)
     save_policy(path, prior.eval(), posterior.eval(), model.checkpoint_id, cfg.T, cfg.temperature, meta)

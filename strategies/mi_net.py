@@ -17,8 +17,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from bench.checkpoints import load_payload, save_atomic
-from bench.errors import BenchError
+from bench.checkpoints import load_helper, save_atomic, with_weights
 
 SCALE = 0.01  # nats; the training loss compares log1p(MI / SCALE)
 FILE_NAME = "mi_estimator.pt"
@@ -72,10 +71,6 @@ def transform(mi):
     return torch.log1p(mi.clamp_min(0) / SCALE)
 
 
-def n_params(network):
-    return sum(p.numel() for p in network.parameters())
-
-
 def save_estimator(path, network, model_id, meta):
     save_atomic(path, {"config": network.cfg.to_dict(), "state_dict": network.state_dict(),
                        "model_id": model_id, "meta": meta})
@@ -83,15 +78,5 @@ def save_estimator(path, network, model_id, meta):
 
 def load_estimator(path, model_id, task_name):
     """The estimator at ``path``, checked to belong to the model ``model_id``; one-line errors."""
-    how = f"python -m bench train mi --task {task_name}"
-    payload = load_payload(Path(path), "MI estimator", how)
-    if payload.get("model_id") != model_id:
-        raise BenchError(f"MI estimator {path} was trained for model {payload.get('model_id')}, "
-                         f"not the model in use ({model_id}); retrain it with: {how}")
-    try:
-        network = MIEstimator(EstimatorConfig(**payload["config"]))
-        network.load_state_dict(payload["state_dict"])
-    except (TypeError, KeyError, RuntimeError) as err:
-        raise BenchError(f"MI estimator {path} does not match the estimator code "
-                         f"({str(err).splitlines()[0][:100]}); retrain it with: {how}") from None
-    return network.eval()
+    build = lambda p: with_weights(MIEstimator(EstimatorConfig(**p["config"])), p["state_dict"])  # noqa: E731
+    return load_helper(Path(path), "MI estimator", f"python -m bench train mi --task {task_name}", model_id, build)[0]

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from bench.checkpoints import load_payload, save_atomic
+from bench.checkpoints import load_helper, save_atomic, with_weights
 from bench.errors import BenchError
 
 N_SCALARS = 6          # entropy, confidence, EB cost, masked flag, step / T, log1p(#masked) / log(100)
@@ -179,10 +179,6 @@ def call_seed(seed, step, tokens, masked):
     return int.from_bytes(digest[:8], "little") & (2 ** 63 - 1)
 
 
-def n_params(network):
-    return sum(p.numel() for p in network.parameters())
-
-
 def save_policy(path, prior, posterior, model_id, budget, temperature, meta):
     """Write the generative policy P (``state_dict``) and the posterior Q beside it."""
     save_atomic(path, {"config": prior.cfg.to_dict(), "state_dict": prior.state_dict(),
@@ -193,17 +189,9 @@ def save_policy(path, prior, posterior, model_id, budget, temperature, meta):
 def load_policy(path, model_id, task_name, budget):
     """The generative policy at ``path``, checked to belong to ``model_id`` and budget T; one-line errors."""
     how = train_command(task_name, budget)
-    payload = load_payload(Path(path), "order policy", how)
-    if payload.get("model_id") != model_id:
-        raise BenchError(f"order policy {path} was trained for model {payload.get('model_id')}, "
-                         f"not the model in use ({model_id}); retrain it with: {how}")
+    build = lambda p: with_weights(OrderNet(PolicyConfig(**p["config"])), p["state_dict"])  # noqa: E731
+    network, payload = load_helper(Path(path), "order policy", how, model_id, build)
     if payload.get("budget") != budget:
         raise BenchError(f"order policy {path} was trained for T={payload.get('budget')}, not T={budget}; "
                          f"pass T={payload.get('budget')} or train one with: {how}")
-    try:
-        network = OrderNet(PolicyConfig(**payload["config"]))
-        network.load_state_dict(payload["state_dict"])
-    except (TypeError, KeyError, RuntimeError) as err:
-        raise BenchError(f"order policy {path} does not match the policy code "
-                         f"({str(err).splitlines()[0][:100]}); retrain it with: {how}") from None
-    return network.eval()
+    return network

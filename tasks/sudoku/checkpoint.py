@@ -3,9 +3,8 @@ from pathlib import Path
 
 import torch
 
-from bench.checkpoints import file_id, load_payload, save_atomic
+from bench.checkpoints import build_from_payload, file_id, load_payload, save_atomic, with_weights
 from bench.core import ModelOutput
-from bench.errors import BenchError
 from tasks.sudoku.model import SudokuMDM, SudokuModelConfig
 
 DEFAULT_WEIGHTS = Path(__file__).parent / "weights" / "sudoku_mdm.pt"
@@ -45,10 +44,6 @@ class SudokuModel:
 def load_sudoku_model(path=DEFAULT_WEIGHTS):
     """Load a checkpoint written by ``save_checkpoint``; one-line errors when absent or corrupt."""
     payload = load_payload(path, "Sudoku model", TRAIN_COMMAND)
-    try:
-        network = SudokuMDM(SudokuModelConfig(**payload["config"]))
-        network.load_state_dict(payload["state_dict"])
-    except (TypeError, KeyError, RuntimeError) as err:
-        raise BenchError(f"Sudoku model checkpoint {path} does not match the model code "
-                         f"({str(err).splitlines()[0][:120]}); remake it with: {TRAIN_COMMAND}") from None
+    build = lambda p: with_weights(SudokuMDM(SudokuModelConfig(**p["config"])), p["state_dict"])  # noqa: E731
+    network = build_from_payload(payload, build, "Sudoku model", path, TRAIN_COMMAND)
     return SudokuModel(network, file_id(path), payload.get("meta"))
