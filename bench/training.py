@@ -61,9 +61,19 @@ def run_training(target, settings, out):
 
 
 def build_data(target, test_set):
-    """`bench data sudoku`: the cached training set, and with --test-set the committed test CSV."""
+    """`bench data sudoku|protein`: cached training sets; Sudoku's --test-set rewrites the committed CSV."""
+    if target == "unirep":
+        from tasks.protein.judge import fetch_weights
+        print(f"UniRep judge weights: {fetch_weights()}")
+        return
+    if target == "protein":
+        from tasks.protein.bigdata import build_full_set
+        path, counts = build_full_set()
+        print(f"protein training windows: {counts['windows']} from {counts['distinct']} distinct Swiss-Prot "
+              f"sequences, {counts['dropped_relatives']} dropped as relatives of held-out sequences -> {path}")
+        return
     if target != "sudoku":
-        raise BenchError(f"no data to build for {target!r}; choose from: sudoku")
+        raise BenchError(f"no data to build for {target!r}; choose from: sudoku, protein, unirep")
     from tasks.sudoku.data import make_test_set, training_set
     train = training_set()
     print(f"training set: {len(train.puzzles)} pairs ({train.source})")

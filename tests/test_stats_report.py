@@ -23,3 +23,27 @@ def test_pareto_front_keeps_only_undominated_points():
     points = [(50, 0.6), (10, 0.3), (20, 0.2), (30, 0.6), (8, 0.1)]
     assert sorted(pareto_front(points, True)) == [1, 3, 4]
     assert sorted(pareto_front(points, False)) == [4]
+
+
+def test_basic_bootstrap_mirrors_the_percentiles_around_the_value():
+    from bench.stats import BOOT_SEED, N_BOOT, basic_bootstrap_groups
+    skewed = np.random.default_rng(3).exponential(size=40)
+    value, low, high = basic_bootstrap_groups([40], lambda i: skewed[i].mean(), floor=-np.inf)
+    draws = np.random.default_rng(BOOT_SEED).integers(0, 40, size=(N_BOOT, 40))
+    q_low, q_high = np.percentile([skewed[d].mean() for d in draws], [2.5, 97.5])
+    assert value == skewed.mean()
+    assert np.isclose(low, 2 * value - q_high) and np.isclose(high, 2 * value - q_low)
+
+
+def test_basic_bootstrap_corrects_the_upward_bias_of_plug_in_jsd():
+    from bench.stats import basic_bootstrap_groups
+    from tasks.protein.metrics import js_divergence
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(20))
+    a, b = rng.multinomial(30, p, size=60), rng.multinomial(30, p, size=60)   # same distribution: true JSD 0
+    statistic = lambda i, j: js_divergence(a[i].sum(0), b[j].sum(0))  # noqa: E731
+    value, low, high = basic_bootstrap_groups([60, 60], statistic)
+    percentile_low = np.percentile([statistic(rng.integers(0, 60, 60), rng.integers(0, 60, 60))
+                                    for _ in range(500)], 2.5)
+    assert value > 0 and percentile_low > 0          # plug-in and percentile interval both miss 0
+    assert low == 0.0 < high                          # the basic interval covers the true value

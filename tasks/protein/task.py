@@ -1,4 +1,5 @@
 """The protein task: unconditional generation of 500 sequences, scored against a reference set."""
+import functools
 import hashlib
 from pathlib import Path
 
@@ -6,16 +7,23 @@ import numpy as np
 
 from bench.provenance import portable_path
 from bench.registry import register_task
-from bench.stats import metric
+from bench.stats import basic_bootstrap_groups, metric
 from tasks.base import EvalSet
 from tasks.protein.encoding import blank_batch, decode_sequences
 from tasks.protein.fasta import read_fasta
+from tasks.protein.judge import UniRepJudge
 from tasks.protein.metrics import (composition_counts, dipeptide_counts, distinct_3mer_share, js_divergence,
                                    longest_run)
 from tasks.protein.model import DEFAULT_WEIGHTS, PUBLISHED, load_protein_model
 from tasks.protein.split import REFERENCE_A, REFERENCE_B
 
 N_SAMPLES = 500
+
+
+@functools.lru_cache(maxsize=1)
+def judge():
+    """The UniRep judge, loaded once per process."""
+    return UniRepJudge()
 
 
 @register_task
@@ -40,6 +48,7 @@ class ProteinTask:
         return {"data": portable_path(self.reference_path), "model": model}
 
     def load_model(self):
+        judge()  # the judge must be present before any decoding starts
         return load_protein_model(self.model_name)
 
     def load_reference(self):
@@ -75,23 +84,37 @@ class ProteinTask:
         return self.floor_metrics
 
 
+def jsd_metric(name, counts, ref_counts, label):
+    """Pooled-count JSD with a basic bootstrap CI that resamples both the generated and the
+    reference sequences (both are samples; the plug-in JSD is biased upwards)."""
+    value, low, high = basic_bootstrap_groups(
+        [len(counts), len(ref_counts)], lambda i, j: js_divergence(counts[i].sum(0), ref_counts[j].sum(0)))
+    return {"name": name, "label": label, "value": value, "ci_low": low, "ci_high": high,
+            "higher_is_better": False, "n": len(counts), "ci_method": "basic bootstrap, both samples"}
+
+
+def judge_metric(sequences):
+    """Perplexity under UniRep: exp(total NLL / total residues), bootstrapped over sequences."""
+    nll_sums = [nll.sum() for nll in judge().residue_nll(sequences)]
+    return metric("judge_perplexity", [nll_sums, [len(s) for s in sequences]],
+                  lambda nll, n: float(np.exp(nll.sum() / n.sum())), False, "UniRep judge perplexity")
+
+
 def summarize_sequences(sequences, reference, passes):
     """Composition and dipeptide JSD (bits) against ``reference``, diversity, passes; with CIs
     from resampling the generated sequences."""
     comp = np.stack([composition_counts(s) for s in sequences])
     dip = np.stack([dipeptide_counts(s) for s in sequences])
-    ref_comp = sum(composition_counts(s) for s in reference)
-    ref_dip = sum(dipeptide_counts(s) for s in reference)
-    rows = np.arange(len(sequences))
+    ref_comp = np.stack([composition_counts(s) for s in reference])
+    ref_dip = np.stack([dipeptide_counts(s) for s in reference])
     metrics = [
-        metric("composition_jsd", [rows], lambda i: js_divergence(comp[i.astype(int)].sum(0), ref_comp), False,
-               "amino-acid composition JSD (bits)"),
-        metric("dipeptide_jsd", [rows], lambda i: js_divergence(dip[i.astype(int)].sum(0), ref_dip), False,
-               "dipeptide JSD (bits)"),
+        jsd_metric("composition_jsd", comp, ref_comp, "amino-acid composition JSD (bits)"),
+        jsd_metric("dipeptide_jsd", dip, ref_dip, "dipeptide JSD (bits)"),
         metric("distinct_3mer_share", [[distinct_3mer_share(s) for s in sequences]], np.mean, True,
                "distinct 3-mers per sequence (share)"),
         metric("longest_run", [[longest_run(s) for s in sequences]], np.mean, False,
                "longest single-residue run (mean)"),
+        judge_metric(sequences),
     ]
     if passes is not None:
         metrics.append(metric("passes", [passes], np.mean, False, "forward passes per sequence"))

