@@ -52,6 +52,9 @@ def build_parser():
     report = sub.add_parser("report", help="Pareto plots and tables from result files only")
     report.add_argument("--results", default="results", help="results folder (default: results)")
     report.add_argument("--out", default="reports", help="figures folder (default: reports)")
+    rescore = sub.add_parser("rescore", help="recompute result files' metrics from their records (no decoding)")
+    rescore.add_argument("--results", default="results", help="results folder (default: results)")
+    rescore.add_argument("--task", help="only this task's results (default: all)")
     train = sub.add_parser("train", help="train a task's model (weights ship in the repo)")
     train.add_argument("target", help="what to train: sudoku, protein (a task's model), mi (--task's MI estimator) "
                                       "or order (--task's learned order policy)")
@@ -76,6 +79,9 @@ def dispatch(args):
     elif args.command == "report":
         from bench.report import report
         report(args.results, args.out)
+    elif args.command == "rescore":
+        from bench.rescore import rescore
+        rescore(args.results, args.task)
     elif args.command == "compare":
         from bench.compare import compare
         return compare(args.base, args.new, args.fail_on)

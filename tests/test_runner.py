@@ -153,3 +153,18 @@ def test_parameters_that_differ_by_a_decimal_get_their_own_files(tmp_path, model
     assert len(summaries) == 4
     assert sorted(json.loads(p.read_text())["label"] for p in summaries) == [
         "eb:gamma=0.1", "eb:gamma=0.3", "threshold:tau=0.9", "threshold:tau=0.95"]
+
+
+def test_rescore_recomputes_metrics_from_records_and_keeps_identity(quick_run, tmp_path):
+    copy = tmp_path / "results"
+    shutil.copytree(quick_run[0], copy)
+    path = sorted((copy / "sudoku").glob("sequential*[0-9a-f].json"))[0]
+    original = json.loads(path.read_text())
+    tampered = dict(original, metrics=[dict(m, value=-1.0) for m in original["metrics"]])
+    path.write_text(json.dumps(tampered))
+    proc = run_cli("rescore", "--results", copy, "--task", "sudoku")
+    assert proc.returncode == 0, proc.stderr
+    rescored = json.loads(path.read_text())
+    assert rescored["metrics"] == original["metrics"] and rescored["config"] == original["config"]
+    assert rescored["rescored"]["commit"] and rescored["wall_seconds"] == original["wall_seconds"]
+    assert "unknown task" in run_cli("rescore", "--results", copy, "--task", "chess").stderr

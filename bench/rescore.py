@@ -1,0 +1,51 @@
+"""`bench rescore`: recompute result files' metrics from their per-sample records, no decoding.
+
+For when a metric is added or its confidence interval changes: every summary under the results
+folder (one task, or all) gets its ``metrics`` and ``floor`` recomputed by the current task code
+from its JSONL records; its config, identity, passes and wall time stay as they were, and
+``rescored`` records the commit and versions that recomputed it.
+"""
+import json
+import sys
+from pathlib import Path
+
+from tqdm import tqdm
+
+from bench.errors import BenchError
+from bench.provenance import provenance
+from bench.registry import TASKS, _load_all, lookup
+from bench.results import read_records, read_result, write_text_atomic
+from bench.runner import probe_metrics
+
+
+def summaries(results_dir, task_name):
+    """(path, summary) of every complete run of ``task_name`` (or any task) under ``results_dir``."""
+    found = []
+    for path in sorted(Path(results_dir).rglob("*.json")):
+        summary = read_result(path)
+        if summary and "records_file" in summary and task_name in (None, summary["task"]):
+            found.append((path, summary))
+    return found
+
+
+def rescore(results_dir="results", task_name=None):
+    _load_all()
+    if task_name is not None:
+        lookup("task", task_name, TASKS)
+    found = summaries(results_dir, task_name)
+    if not found:
+        raise BenchError(f"no complete result files{' of ' + task_name if task_name else ''} under {results_dir}")
+    tasks = {}
+    for path, summary in tqdm(found, desc="rescore", unit="run"):
+        options = summary["config"]["task_options"]
+        key = (summary["task"], json.dumps(options, sort_keys=True))
+        task = tasks.setdefault(key, TASKS[summary["task"]](**options))
+        records = read_records(path.with_name(summary["records_file"]))
+        if len(records) != summary["n_samples"]:
+            print(f"  skipped {path}: {len(records)} records for {summary['n_samples']} samples", file=sys.stderr)
+            continue
+        summary["metrics"] = task.summarize(records) + probe_metrics(records)
+        summary["floor"] = task.floor() if hasattr(task, "floor") else None
+        summary["rescored"] = provenance()
+        write_text_atomic(path, json.dumps(summary, indent=1))
+    print(f"rescored {len(found)} result file(s) under {results_dir}")
