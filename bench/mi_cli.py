@@ -9,6 +9,8 @@ def add_mi_parser(sub):
     mi.add_argument("--task", required=True, help="sudoku or protein")
     mi.add_argument("--split", default="train", help="labels only: train, heldout or ood (default train)")
     mi.add_argument("--n", type=int, help="labels only: number of contexts (default: the split's size)")
+    mi.add_argument("--probe", type=int, help="labels only: probed positions per context, 0 = all "
+                                              "(default: the task's, bench/mi_labels.py DEFAULT_PROBE)")
     mi.add_argument("--device", default="cpu", help="where the model runs: cpu (default) or cuda")
     mi.add_argument("--out", default="results", help="eval only: results folder (default: results)")
 
@@ -25,7 +27,9 @@ def mi_command(args):
             raise BenchError(f"unknown MI split {args.split!r}; choose from: {', '.join(SPLITS)}")
         if args.n is not None and args.n < 1:
             raise BenchError(f"--n must be at least 1, got {args.n}")
-        folder = make_labels(task, task.load_model(), args.split, args.n, 0, args.device)
+        if args.probe is not None and args.probe < 0:
+            raise BenchError(f"--probe must be 0 (every masked position) or more, got {args.probe}")
+        folder = make_labels(task, task.load_model(), args.split, args.n, 0, args.device, args.probe)
         print(f"label set: {folder}")
     else:
         from bench.mi_eval import evaluate

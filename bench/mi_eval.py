@@ -15,7 +15,7 @@ from bench.mi_metrics import estimator_metrics, pair_values
 from bench.mi_train import model_features, predict
 from bench.provenance import provenance
 from bench.results import write_text_atomic
-from strategies.mi_exact import symmetric
+from strategies.mi_exact import exact_mi, symmetric
 from strategies.mi_net import FILE_NAME, load_estimator
 
 MAP_QUANTILES = (0.25, 0.5, 0.75)   # the fixed states drawn as MI maps: quantiles of the masked count
@@ -46,12 +46,16 @@ def peer_shares(true, pred, masked, peers, top=0.01):
     return shares
 
 
-def map_states(tokens, masked, true, pred):
-    """A few fixed held-out states: the contexts at the MAP_QUANTILES of the masked count."""
+def map_states(tokens, masked, true, pred, model):
+    """A few fixed held-out states: the contexts at the MAP_QUANTILES of the masked count. Where
+    the label set probed only some positions, these states are probed in full here."""
     counts = masked.sum(1).float()
     states = []
     for q in MAP_QUANTILES:
         index = int((counts - counts.quantile(q)).abs().argmin())
+        if true[index].isnan().any():
+            true = true.clone()
+            true[index] = symmetric(exact_mi(model, tokens[index:index + 1], masked[index:index + 1]))[0].clamp_min(0)
         states.append({"index": index, "n_masked": int(counts[index]), "tokens": tokens[index].tolist(),
                        "masked": masked[index].tolist(), "exact": true[index].round(decimals=4).tolist(),
                        "predicted": pred[index].round(decimals=4).tolist()})
@@ -97,7 +101,7 @@ def evaluate(task, out_dir, device="cpu"):
             metrics["peer_share_top1pct"] = peer_shares(true, pred, masked, peers())
         payload["splits"][split] = metrics
         if split == "heldout":
-            payload["maps"] = map_states(tokens, masked, true, pred)
+            payload["maps"] = map_states(tokens, masked, true, pred, model)
             payload["scatter"] = scatter_sample(true, pred, masked)
             payload["latency"] = latency(model, network, tokens[:256], masked[:256])
     payload["provenance"] = provenance()

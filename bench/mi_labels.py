@@ -4,6 +4,11 @@ A label set is a folder under the cache (``UNMASK_BENCH_CACHE`` or ~/.cache/unma
 named by task, model, split, size and seed. It holds ``contexts.pt`` (made first) and one
 ``chunk_XXXX.pt`` per CHUNK contexts, each written atomically, so a killed run resumes at the
 first missing chunk.
+
+With ``probe`` > 0 only that many masked positions per context (drawn with the set's seed) are
+probed: their rows of the directed MI are exact, every other masked row is NaN, so the
+symmetric label exists for pairs of probed positions only. This cuts the cost from
+n_masked * V to probe * V passes per context, which makes label sets feasible on a CPU.
 """
 import importlib
 import json
@@ -20,11 +25,30 @@ CHUNK = 32
 SPLITS = ("train", "heldout", "ood")
 DEFAULT_SIZES = {"sudoku": {"train": 8000, "heldout": 500, "ood": 500},
                  "protein": {"train": 3000, "heldout": 400, "ood": 400}}
+DEFAULT_PROBE = {"sudoku": 0, "protein": 0}   # probed positions per context (0 = every masked one)
 
 
-def label_dir(task_name, model_id, split, n, seed):
+def label_dir(task_name, model_id, split, n, seed, probe=0):
     from tasks.sudoku.data import cache_dir
-    return cache_dir() / "mi" / f"{task_name}-{model_id}-{split}-n{n}-seed{seed}"
+    suffix = f"-probe{probe}" if probe else ""
+    return cache_dir() / "mi" / f"{task_name}-{model_id}-{split}-n{n}-seed{seed}{suffix}"
+
+
+def probed_rows(masked, probe, generator):
+    """[B, N] bool: up to ``probe`` masked positions per context, drawn with ``generator``."""
+    keys = torch.rand(masked.shape, generator=generator).masked_fill(~masked, 2.0)
+    rank = keys.argsort(1).argsort(1)
+    return masked & (rank < probe)
+
+
+def probed_mi(model, tokens, masked, probe, generator):
+    """Directed exact MI of the probed rows; the other masked rows are NaN (``probe`` 0: all rows)."""
+    if not probe:
+        return exact_mi(model, tokens, masked)
+    rows = probed_rows(masked.cpu(), probe, generator).to(masked.device)
+    mi = exact_mi(model, tokens, masked, rows=rows)
+    mi[masked & ~rows] = float("nan")
+    return mi
 
 
 def sources(task_name):
@@ -43,12 +67,13 @@ def make_contexts(folder, task_name, model, split, n, seed):
     return payload
 
 
-def make_labels(task, model, split, n=None, seed=0, device="cpu"):
+def make_labels(task, model, split, n=None, seed=0, device="cpu", probe=None):
     """Build the label set (resuming) and return its folder."""
     if split not in SPLITS:
         raise BenchError(f"unknown MI split {split!r}; choose from: {', '.join(SPLITS)}")
     n = n or DEFAULT_SIZES[task.name][split]
-    folder = label_dir(task.name, model.checkpoint_id, split, n, seed)
+    probe = DEFAULT_PROBE[task.name] if probe is None else probe
+    folder = label_dir(task.name, model.checkpoint_id, split, n, seed, probe)
     folder.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     ctx = make_contexts(folder, task.name, model, split, n, seed)
@@ -60,19 +85,22 @@ def make_labels(task, model, split, n=None, seed=0, device="cpu"):
         if path.exists():
             continue
         tokens, masked = ctx["tokens"][first:first + CHUNK], ctx["masked"][first:first + CHUNK]
-        mi = exact_mi(model, tokens.to(device), masked.to(device)).half().cpu()
+        generator = torch.Generator().manual_seed(seed * 100_000 + SPLITS.index(split) * 10_000 + first)
+        mi = probed_mi(model, tokens.to(device), masked.to(device), probe, generator).half().cpu()
         save_atomic(path, {"mi": mi})
     model.to("cpu")
-    meta = {"task": task.name, "model_id": model.checkpoint_id, "split": split, "n": n, "seed": seed,
+    meta = {"task": task.name, "model_id": model.checkpoint_id, "split": split, "n": n, "seed": seed, "probe": probe,
             "chunk": CHUNK, "seconds_last_run": round(time.perf_counter() - start, 1), "device": device}
     (folder / "meta.json").write_text(json.dumps(meta, indent=1))
     return folder
 
 
-def load_labels(task_name, model_id, split, n=None, seed=0):
-    """(tokens [C, N], masked [C, N], directed mi [C, N, N] float32) of a finished label set."""
+def load_labels(task_name, model_id, split, n=None, seed=0, probe=None):
+    """(tokens [C, N], masked [C, N], directed mi [C, N, N] float32) of a finished label set;
+    rows that were not probed are NaN."""
     n = n or DEFAULT_SIZES[task_name][split]
-    folder = label_dir(task_name, model_id, split, n, seed)
+    probe = DEFAULT_PROBE[task_name] if probe is None else probe
+    folder = label_dir(task_name, model_id, split, n, seed, probe)
     if not (folder / "meta.json").exists():
         raise BenchError(f"MI label set {folder} is missing or unfinished; make it with: "
                          f"python -m bench mi labels --task {task_name} --split {split}")

@@ -8,10 +8,10 @@ TAUS = (0.01, 0.05)                          # "independent" means MI below tau
 
 
 def pair_values(pred, target, masked):
-    """1-D numpy arrays (pred, true) over pairs i < j that are both masked."""
+    """1-D numpy arrays (pred, true) over pairs i < j that are both masked and labelled (not NaN)."""
     n = masked.shape[1]
     upper = torch.ones(n, n, dtype=torch.bool).triu(1)
-    pairs = masked[:, :, None] & masked[:, None, :] & upper
+    pairs = masked[:, :, None] & masked[:, None, :] & upper & ~target.isnan() & ~pred.isnan()
     return pred[pairs].double().numpy(), target[pairs].double().numpy()
 
 

@@ -49,8 +49,8 @@ def model_features(model, tokens, masked, device, batch=256):
 def pair_loss(network, hidden, probs, masked, target):
     pred = network(hidden, probs, masked)
     eye = torch.eye(masked.shape[1], dtype=torch.bool, device=masked.device)
-    pairs = masked[:, :, None] & masked[:, None, :] & ~eye
-    return ((transform(pred) - transform(target)) ** 2)[pairs].mean()
+    pairs = masked[:, :, None] & masked[:, None, :] & ~eye & ~target.isnan()   # NaN: a pair not probed
+    return ((transform(pred) - transform(target.nan_to_num(0.0))) ** 2)[pairs].mean()
 
 
 @torch.no_grad()

@@ -51,14 +51,15 @@ def mi_given_positions(model, tokens, masked, base_logits, positions, chunk=4096
     return mi * keep
 
 
-def exact_mi(model, tokens, masked, chunk=4096):
+def exact_mi(model, tokens, masked, chunk=4096, rows=None):
     """Directed exact MI of each context: float [B, N, N], mi[b, i, j] conditions on i.
 
-    Costs 1 + n_masked * V passes per context, run in batches of ``chunk`` rows.
+    Costs 1 + n_masked * V passes per context, run in batches of ``chunk`` rows. ``rows``
+    ([B, N] bool, within ``masked``) limits the conditioning positions; other rows stay 0.
     """
     batch, n = tokens.shape
     base_logits = model(tokens, masked).logits                              # [B, N, V]
-    rows, positions = masked.nonzero(as_tuple=True)                         # every masked (b, i)
+    rows, positions = (masked if rows is None else rows & masked).nonzero(as_tuple=True)  # conditioning (b, i)
     mi = torch.zeros(batch, n, n, device=tokens.device)
     per_call = max(1, chunk // base_logits.shape[-1])
     for s in range(0, len(rows), per_call):

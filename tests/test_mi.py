@@ -210,3 +210,24 @@ def test_report_draws_mi_maps_scatter_and_table_from_files_only(tmp_path):
     assert all(p.stat().st_size > 0 for p in paths)
     table = (out / "mi_sudoku.md").read_text()
     assert "| heldout | 3 | 40 | 0.500 | 0.400 |" in table and "0.900 / 0.800" in table
+
+
+def test_probed_labels_keep_exact_rows_and_mark_the_rest_unlabelled():
+    from bench.mi_labels import probed_mi
+    from bench.mi_metrics import pair_values
+    from bench.mi_train import pair_loss
+    tokens, masked = all_masked(batch=4)
+    full = exact_mi(JointModel(), tokens, masked)
+    model = JointModel()
+    mi = probed_mi(model, tokens, masked, probe=2, generator=torch.Generator().manual_seed(0))
+    probed = ~mi.isnan().all(-1)
+    assert (probed.sum(1) == 2).all() and model.calls == 4 + 4 * 2 * 2   # base rows + 2 probed rows x V
+    assert torch.equal(mi[probed], full[probed])
+    target = symmetric(mi)
+    pred, true = pair_values(target, target, masked)
+    assert len(true) == 4 and not torch.tensor(true).isnan().any()       # one probed pair per context
+    network = small_estimator(d_hidden=4, n_values=2)
+    hidden, probs = torch.randn(4, 3, 4), torch.full((4, 3, 2), 0.5)
+    loss = pair_loss(network, hidden, probs, masked, target.clamp_min(0))
+    loss.backward()
+    assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in network.parameters())

@@ -57,7 +57,7 @@ def test_the_real_databases_hold_the_committed_50_to_100_set():
 def test_unknown_training_data_and_missing_full_set_are_one_line(tmp_path, monkeypatch):
     from tasks.protein.split import make_split
     from tasks.protein.train import training_sequences
-    with pytest.raises(BenchError, match="allowed: small, full"):
+    with pytest.raises(BenchError, match="allowed: small, full, mix"):
         training_sequences("huge", make_split())
     monkeypatch.setenv("UNMASK_BENCH_CACHE", str(tmp_path))
     with pytest.raises(BenchError, match="bench data protein"):

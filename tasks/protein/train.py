@@ -41,7 +41,8 @@ class ProteinTrainConfig:
     val_size: int = 512      # validation sequences for perplexity
     seed: int = 0
     threads: int = 2
-    data: str = "small"      # small: the committed 50-100 set's training clusters; full: `bench data protein`
+    data: str = "small"      # small: the committed 50-100 set's training clusters; full: `bench data protein`;
+                             # mix: each batch half small, half full
     init: str = ""           # a protein checkpoint to start from (same shape), or "" for a fresh network
 
 
@@ -83,16 +84,28 @@ def lr_at(step, cfg):
 
 
 def training_sequences(data, split):
-    """The committed set's training clusters ("small") or the cached Swiss-Prot windows ("full")."""
+    """Lists to draw batches from, in equal shares: the committed set's training clusters
+    ("small"), the cached Swiss-Prot windows ("full"), or both ("mix")."""
     if data == "small":
-        return [s for _, s in split.train]
+        return [[s for _, s in split.train]]
+    if data == "mix":
+        return training_sequences("small", split) + training_sequences("full", split)
     if data == "full":
         from tasks.protein.bigdata import full_set_path
         from tasks.protein.fasta import read_fasta
         if not full_set_path().is_file():
             raise BenchError(f"{full_set_path()} not found; build it first with: python -m bench data protein")
-        return read_fasta(full_set_path()).sequences
-    raise BenchError(f"unknown protein training data {data!r}; allowed: small, full")
+        return [read_fasta(full_set_path()).sequences]
+    raise BenchError(f"unknown protein training data {data!r}; allowed: small, full, mix")
+
+
+def draw_batch(pools, batch_size, generator):
+    """``batch_size`` sequences, split evenly over the pools, drawn with replacement."""
+    batch = []
+    for k, pool in enumerate(pools):
+        share = batch_size // len(pools) + (k < batch_size % len(pools))
+        batch += [pool[i] for i in torch.randint(len(pool), (share,), generator=generator)]
+    return batch
 
 
 def starting_network(model_cfg, init):
@@ -110,19 +123,18 @@ def train(model_cfg, cfg, out_path=DEFAULT_WEIGHTS):
     torch.manual_seed(cfg.seed)
     generator = torch.Generator().manual_seed(cfg.seed)
     split = make_split()
-    train_seqs = training_sequences(cfg.data, split)
+    pools = training_sequences(cfg.data, split)
     val_seqs = [s for _, s in split.validation][:cfg.val_size]
     network = starting_network(model_cfg, cfg.init).train()
     optimizer = torch.optim.AdamW(network.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     history, start = [], time.time()
     meta = lambda done: {"train": asdict(cfg), "history": history, "finished": done,  # noqa: E731
-                         "train_minutes": (time.time() - start) / 60, "n_train": len(train_seqs),
+                         "train_minutes": (time.time() - start) / 60, "n_train": sum(map(len, pools)),
                          "init_id": file_id(cfg.init) if cfg.init else None}
     for step in tqdm(range(cfg.steps), desc="train protein", unit="step"):
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, cfg)
-        idx = torch.randint(len(train_seqs), (cfg.batch_size,), generator=generator)
-        tokens, residue = encode([train_seqs[i] for i in idx])
+        tokens, residue = encode(draw_batch(pools, cfg.batch_size, generator))
         loss = masked_loss(network, tokens, residue, random_masks(residue, generator))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
