@@ -63,8 +63,14 @@ def run_training(target, settings, out):
 def build_data(target, test_set):
     """`bench data sudoku|protein`: cached training sets; Sudoku's --test-set rewrites the committed CSV."""
     if target == "unirep":
-        from tasks.protein.judge import fetch_weights
+        from tasks.protein.fasta import read_fasta
+        from tasks.protein.judge import fetch_weights, natural_sequence_check
+        from tasks.protein.split import REFERENCE_A
         print(f"UniRep judge weights: {fetch_weights()}")
+        check = natural_sequence_check(read_fasta(REFERENCE_A).sequences)
+        print("judge check on reference A: perplexity {natural:.2f} natural, {shuffled:.2f} shuffled, "
+              "{composition_only:.2f} composition-only; natural beats shuffled for "
+              "{natural_beats_shuffled:.0%} of sequences".format(**check))
         return
     if target == "protein":
         from tasks.protein.bigdata import build_full_set
