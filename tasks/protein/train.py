@@ -4,6 +4,10 @@ Each training sequence gets a mask ratio t ~ U(0, 1) and every residue is masked
 probability t (at least one); the loss is cross-entropy over the 20 amino acids on masked
 residues. Validation perplexity masks 15% of the residues of held-out-cluster sequences
 (uniform guessing gives 20).
+
+Data: ``data=small`` (default) draws from the training clusters of the committed 50-100 set;
+``data=full`` from the Swiss-Prot windows of `bench data protein`; ``data=mix`` half of each batch
+from each. ``init=PATH`` continues from a checkpoint (the shipped model is two stages: see README).
 """
 import json
 import logging
@@ -15,10 +19,11 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from tasks.protein.encoding import encode
 from bench.checkpoints import file_id
 from bench.errors import BenchError
-from tasks.protein.model import AA_IDS, DEFAULT_WEIGHTS, MASK_ID, build_esmc, load_protein_model, save_protein_checkpoint
+from tasks.protein.encoding import encode
+from tasks.protein.model import (AA_IDS, DEFAULT_WEIGHTS, MASK_ID, build_esmc, load_protein_model,
+                                 save_protein_checkpoint)
 from tasks.protein.split import make_split
 
 log = logging.getLogger("train.protein")
