@@ -164,10 +164,11 @@ def style_axes(ax, results, headline, task, layout):
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=layout.font - 1, frameon=False)
 
 
-def draw_pareto(results, task, out_dir, layout=LAYOUTS[0]):
-    """Mean passes (log x) against the headline metric: a line per sweep with CI bars, the
-    frontier and sequential's quality as the reference; written as PNG and PDF."""
-    headline = results[0]["headline"]
+def draw_pareto(results, task, out_dir, layout=LAYOUTS[0], metric=None):
+    """Mean passes (log x) against the headline metric (or ``metric``, then in its own files):
+    a line per sweep with CI bars, the frontier and sequential's quality as the reference;
+    written as PNG and PDF."""
+    headline = metric or results[0]["headline"]
     lines = sweep_lines(results)
     fig, ax = plt.subplots(figsize=(layout.width, layout.height))
     reference = reference_run(results)
@@ -178,7 +179,8 @@ def draw_pareto(results, task, out_dir, layout=LAYOUTS[0]):
     style_axes(ax, results, headline, task, layout)
     fig.tight_layout()
     label_points(ax, lines, headline, layout)
-    paths = [Path(out_dir) / f"pareto_{task}{layout.suffix}.{ext}" for ext in ("png", "pdf")]
+    stem = f"pareto_{task}" + (f"_{metric}" if metric else "")
+    paths = [Path(out_dir) / f"{stem}{layout.suffix}.{ext}" for ext in ("png", "pdf")]
     for path in paths:
         fig.savefig(path, dpi=300)
     plt.close(fig)
@@ -199,6 +201,15 @@ def write_tables(results, task, out_dir):
     return paths
 
 
+def extra_figures(task_name, results):
+    """Metrics besides the headline that the task asks to plot (its ``extra_figures``), where
+    every result of the group has them."""
+    from bench.registry import TASKS, _load_all
+    _load_all()
+    wanted = getattr(TASKS.get(task_name), "extra_figures", ())
+    return [m for m in wanted if all(any(x["name"] == m for x in r["metrics"]) for r in results)]
+
+
 def report(results_dir, out_dir):
     """Figures (both sizes) and tables per task from the result files under ``results_dir``."""
     results = find_results(results_dir)
@@ -208,6 +219,8 @@ def report(results_dir, out_dir):
     for task in sorted({r["task"] for r in results}):
         group, left_out = comparison_group([r for r in results if r["task"] == task])
         paths = [p for layout in LAYOUTS for p in draw_pareto(group, task, out_dir, layout)]
+        for metric in extra_figures(task, group):
+            paths += [p for layout in LAYOUTS for p in draw_pareto(group, task, out_dir, layout, metric)]
         paths += write_tables(group, task, out_dir)
         note = f" ({left_out} runs of other models/data/limits/seeds left out)" if left_out else ""
         print(f"{task}: {len(group)} runs{note} -> {', '.join(p.name for p in paths)} in {out_dir}")

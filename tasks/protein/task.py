@@ -31,6 +31,7 @@ class ProteinTask:
     """Protein: 500 sequences of length 50-100 from all-masked, JSD against 500 held-out references."""
     name = "protein"
     headline = "composition_jsd"
+    extra_figures = ("judge_perplexity",)  # `bench report` also draws pareto_protein_judge_perplexity
     weights_dir = Path(__file__).parent / "weights"  # the model's trained helpers (MI estimator, ...)
     temperature = 1.0  # values are sampled from the model's marginals
     default_strategies = "sequential,topk:k=4,topk:k=12"
