@@ -2,6 +2,7 @@
 import struct
 
 import pytest
+import torch
 
 from bench.errors import BenchError
 from tasks.protein.bigdata import SOURCE_DIR, distinct_sequences, windows
@@ -62,3 +63,16 @@ def test_unknown_training_data_and_missing_full_set_are_one_line(tmp_path, monke
     monkeypatch.setenv("UNMASK_BENCH_CACHE", str(tmp_path))
     with pytest.raises(BenchError, match="bench data protein"):
         training_sequences("full", make_split())
+
+
+def test_windows_cut_inside_a_protein_get_no_start_or_end_token():
+    from tasks.protein.bigdata import window_ends
+    from tasks.protein.encoding import encode
+    from tasks.protein.model import BOS_ID, EOS_ID, PAD_ID
+    assert [window_ends(f"P12345/{j}/3") for j in range(3)] == [(True, False), (False, False), (False, True)]
+    assert window_ends("P12345/0/1") == (True, True)
+    tokens, residue = encode(["MKV", "ACDE", "WY"], [True, False, True], [False, True, True])
+    assert tokens[:, 0].tolist() == [BOS_ID, PAD_ID, BOS_ID]
+    assert tokens[0, 4] == PAD_ID and tokens[1, 5] == EOS_ID and tokens[2, 3] == EOS_ID
+    assert torch.equal(encode(["MKV", "ACDE", "WY"])[1], residue)
+    assert torch.equal(encode(["MKV"], [True], [True])[0], encode(["MKV"])[0])

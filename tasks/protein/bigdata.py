@@ -5,8 +5,10 @@ Source: Debian's `metastudent-data` (its MFO/BPO/CCO BLAST databases together ho
 sequence (any member of a held-out cluster: references A and B and the validation set) at
 >= 50% identity over >= half of the held-out sequence (mmseqs2 easy-search) is dropped whole,
 so no reference has a >= 50%-identity relative in training. The rest are cut into windows of
-50-100 residues (a sequence of length L > 100 into ceil(L/100) near-equal consecutive pieces);
-windows with a non-standard letter are skipped. Cached as a FASTA file; not committed.
+50-100 residues (a sequence of length L > 100 into ceil(L/100) near-equal consecutive pieces,
+named ``ACCESSION/j/n`` for piece j of n); windows with a non-standard letter are skipped.
+Cached as a FASTA file; not committed. Training encodes a window without BOS / EOS where it was
+cut (``window_ends``), so that pieces of long proteins are not taught as whole proteins.
 """
 import math
 import shutil
@@ -50,6 +52,12 @@ def windows(sequence, longest=100, shortest=50):
     return [sequence[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
+def window_ends(name):
+    """(has the protein's N-terminus, has its C-terminus) of a window named ``ACC/j/n``."""
+    j, n = (int(x) for x in name.rsplit("/", 2)[1:])
+    return j == 0, j == n - 1
+
+
 def relatives_of_heldout(heldout, candidates, workdir):
     """Names in ``candidates`` that mmseqs2 aligns to a held-out sequence (>= 50% id, >= 50% cover)."""
     if shutil.which("mmseqs") is None:
@@ -81,9 +89,10 @@ def build_full_set(out=None):
     for name, sequence in candidates.items():
         if name in related:
             continue
-        for j, piece in enumerate(windows(sequence)):
+        pieces_of = windows(sequence)
+        for j, piece in enumerate(pieces_of):
             if set(piece) <= standard:
-                names.append(f"{name.split('_', 1)[1]}/{j}")
+                names.append(f"{name.split('_', 1)[1]}/{j}/{len(pieces_of)}")
                 pieces.append(piece)
     out = Path(out or full_set_path())
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -20,11 +20,22 @@ def blank_batch(lengths):
     return tokens, residue
 
 
-def encode(sequences):
-    """(tokens [B, W], residue mask [B, W]) for a list of amino-acid strings."""
-    tokens, residue = blank_batch([len(s) for s in sequences])
-    values = torch.tensor([ID_OF[aa] for s in sequences for aa in s])
-    tokens[residue] = values
+def encode(sequences, has_start=None, has_end=None):
+    """(tokens [B, W], residue mask [B, W]) for a list of amino-acid strings.
+
+    ``has_start`` / ``has_end`` (lists of bools, default all True) say whether a row holds the
+    protein's real N- / C-terminus; a window cut inside a protein gets PAD (ignored by the
+    attention) instead of BOS / EOS at the cut, so it is never taught as a whole protein.
+    """
+    lengths = [len(s) for s in sequences]
+    tokens, residue = blank_batch(lengths)
+    tokens[residue] = torch.tensor([ID_OF[aa] for s in sequences for aa in s])
+    rows = torch.arange(len(sequences))
+    if has_start is not None:
+        tokens[rows[~torch.as_tensor(has_start)], 0] = PAD_ID
+    if has_end is not None:
+        cut = ~torch.as_tensor(has_end)
+        tokens[rows[cut], torch.as_tensor(lengths)[cut] + 1] = PAD_ID
     return tokens, residue
 
 

@@ -92,20 +92,24 @@ def training_sequences(data, split):
     """Lists to draw batches from, in equal shares: the committed set's training clusters
     ("small"), the cached Swiss-Prot windows ("full"), or both ("mix")."""
     if data == "small":
-        return [[s for _, s in split.train]]
+        return [[(s, True, True) for _, s in split.train]]
     if data == "mix":
         return training_sequences("small", split) + training_sequences("full", split)
     if data == "full":
-        from tasks.protein.bigdata import full_set_path
+        from tasks.protein.bigdata import full_set_path, window_ends
         from tasks.protein.fasta import read_fasta
         if not full_set_path().is_file():
             raise BenchError(f"{full_set_path()} not found; build it first with: python -m bench data protein")
-        return [read_fasta(full_set_path()).sequences]
+        windows = read_fasta(full_set_path())
+        if windows.names and windows.names[0].count("/") != 2:
+            raise BenchError(f"{full_set_path()} is from an older `bench data protein`; rebuild it")
+        return [[(s, *window_ends(n)) for n, s in zip(windows.names, windows.sequences)]]
     raise BenchError(f"unknown protein training data {data!r}; allowed: small, full, mix")
 
 
 def draw_batch(pools, batch_size, generator):
-    """``batch_size`` sequences, split evenly over the pools, drawn with replacement."""
+    """``batch_size`` (sequence, has_start, has_end) rows, split evenly over the pools, drawn
+    with replacement."""
     batch = []
     for k, pool in enumerate(pools):
         share = batch_size // len(pools) + (k < batch_size % len(pools))
@@ -139,7 +143,8 @@ def train(model_cfg, cfg, out_path=DEFAULT_WEIGHTS):
     for step in tqdm(range(cfg.steps), desc="train protein", unit="step"):
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, cfg)
-        tokens, residue = encode(draw_batch(pools, cfg.batch_size, generator))
+        sequences, has_start, has_end = zip(*draw_batch(pools, cfg.batch_size, generator))
+        tokens, residue = encode(list(sequences), list(has_start), list(has_end))
         loss = masked_loss(network, tokens, residue, random_masks(residue, generator))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
