@@ -64,7 +64,8 @@ def build_parser():
     from bench.mi_cli import add_mi_parser
     add_mi_parser(sub)
     data = sub.add_parser("data", help="build a task's data sets (cached; the test set is committed)")
-    data.add_argument("target", help="sudoku, protein (needs: apt-get install metastudent-data mmseqs2) or unirep (the protein judge's weights)")
+    data.add_argument("target", help="sudoku; protein (Swiss-Prot windows; needs: apt-get install "
+                                     "metastudent-data mmseqs2); unirep (the protein judge's weights)")
     data.add_argument("--test-set", action="store_true", help="also rewrite the committed test set")
     return parser
 

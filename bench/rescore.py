@@ -35,7 +35,7 @@ def rescore(results_dir="results", task_name=None):
     found = summaries(results_dir, task_name)
     if not found:
         raise BenchError(f"no complete result files{' of ' + task_name if task_name else ''} under {results_dir}")
-    tasks = {}
+    tasks, done = {}, 0
     for path, summary in tqdm(found, desc="rescore", unit="run"):
         options = summary["config"]["task_options"]
         key = (summary["task"], json.dumps(options, sort_keys=True))
@@ -48,4 +48,5 @@ def rescore(results_dir="results", task_name=None):
         summary["floor"] = task.floor() if hasattr(task, "floor") else None
         summary["rescored"] = provenance()
         write_text_atomic(path, json.dumps(summary, indent=1))
-    print(f"rescored {len(found)} result file(s) under {results_dir}")
+        done += 1
+    print(f"rescored {done} of {len(found)} result file(s) under {results_dir}")

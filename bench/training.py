@@ -60,28 +60,38 @@ def run_training(target, settings, out):
     print(f"saved {out} (log: {out.with_suffix('.log')})")
 
 
-def build_data(target, test_set):
-    """`bench data sudoku|protein`: cached training sets; Sudoku's --test-set rewrites the committed CSV."""
-    if target == "unirep":
-        from tasks.protein.fasta import read_fasta
-        from tasks.protein.judge import fetch_weights, natural_sequence_check
-        from tasks.protein.split import REFERENCE_A
-        print(f"UniRep judge weights: {fetch_weights()}")
-        check = natural_sequence_check(read_fasta(REFERENCE_A).sequences)
-        print("judge check on reference A: perplexity {natural:.2f} natural, {shuffled:.2f} shuffled, "
-              "{composition_only:.2f} composition-only; natural beats shuffled for "
-              "{natural_beats_shuffled:.0%} of sequences".format(**check))
-        return
-    if target == "protein":
-        from tasks.protein.bigdata import build_full_set
-        path, counts = build_full_set()
-        print(f"protein training windows: {counts['windows']} from {counts['distinct']} distinct Swiss-Prot "
-              f"sequences, {counts['dropped_relatives']} dropped as relatives of held-out sequences -> {path}")
-        return
-    if target != "sudoku":
-        raise BenchError(f"no data to build for {target!r}; choose from: sudoku, protein, unirep")
+def build_unirep():
+    """Fetch the protein judge's weights and print its check on natural sequences."""
+    from tasks.protein.fasta import read_fasta
+    from tasks.protein.judge import fetch_weights, natural_sequence_check
+    from tasks.protein.split import REFERENCE_A
+    print(f"UniRep judge weights: {fetch_weights()}")
+    check = natural_sequence_check(read_fasta(REFERENCE_A).sequences)
+    print("judge check on reference A: perplexity {natural:.2f} natural, {shuffled:.2f} shuffled, "
+          "{composition_only:.2f} composition-only; natural beats shuffled for "
+          "{natural_beats_shuffled:.0%} of sequences".format(**check))
+
+
+def build_protein():
+    """The cached Swiss-Prot windows (needs metastudent-data and mmseqs2)."""
+    from tasks.protein.bigdata import build_full_set
+    path, counts = build_full_set()
+    print(f"protein training windows: {counts['windows']} from {counts['distinct']} distinct Swiss-Prot "
+          f"sequences, {counts['dropped_relatives']} dropped as relatives of held-out sequences -> {path}")
+
+
+def build_sudoku(test_set):
+    """The cached Sudoku training set, and with --test-set the committed test CSV."""
     from tasks.sudoku.data import make_test_set, training_set
     train = training_set()
     print(f"training set: {len(train.puzzles)} pairs ({train.source})")
     if test_set:
         print(f"test set: {make_test_set()}")
+
+
+def build_data(target, test_set):
+    """`bench data sudoku|protein|unirep`."""
+    builders = {"sudoku": lambda: build_sudoku(test_set), "protein": build_protein, "unirep": build_unirep}
+    if target not in builders:
+        raise BenchError(f"no data to build for {target!r}; choose from: {', '.join(builders)}")
+    builders[target]()
