@@ -1,4 +1,4 @@
-"""Saving and loading weights: atomic writes, clear errors, a content hash as identity."""
+"""Saving and loading weights: atomic writes, clear errors, a content hash as identity; the cache folder."""
 import hashlib
 import os
 import pickle
@@ -8,6 +8,12 @@ from pathlib import Path
 import torch
 
 from bench.errors import BenchError
+
+
+def cache_dir():
+    """Where generated data sets, label sets and downloaded weights are cached
+    (``UNMASK_BENCH_CACHE`` or ~/.cache/unmask-bench)."""
+    return Path(os.environ.get("UNMASK_BENCH_CACHE", Path.home() / ".cache" / "unmask-bench"))
 
 
 def save_atomic(path, payload):

@@ -1,14 +1,16 @@
 """unmask-bench: which masked positions should a masked diffusion model reveal at each pass?
 
-Commands: list (tasks, strategies, presets), run (strategies on tasks -> results/),
+Commands: list (tasks, strategies, helpers, presets), run (strategies on tasks -> results/),
 report (figures and tables from results/ only), compare (two sets of results: the regression
-gate), train (a task's model or its MI estimator), mi (exact-MI labels, estimator evaluation),
-data (build data sets).
+gate), rescore (metrics from stored records), train (a task's model or a helper network), data
+(build data sets); plugins add their own (`bench --help` lists them).
 """
 import argparse
 import sys
 
 from bench.errors import BenchError
+from bench.presets import PRESETS, unswept
+from bench.registry import COMMANDS, STRATEGIES, TASKS, TRAINERS, load_plugins, param_help
 
 
 def add_run(sub):
@@ -21,7 +23,7 @@ def add_run(sub):
     run.add_argument("--limit", type=int, help="only the first N inputs (default: the preset's; all)")
     run.add_argument("--out", default="results", help="results folder (default: results)")
     run.add_argument("--batch-size", type=int, default=250, help="inputs decoded together (default 250)")
-    run.add_argument("--data", help="input file for the task (Sudoku: CSV of puzzles)")
+    run.add_argument("--data", help="input file for the task (`bench list` says what each task takes)")
     run.add_argument("--model", help="model checkpoint for the task (default: the shipped one)")
 
 
@@ -42,71 +44,100 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
 
 
-def build_parser():
-    parser = OneLineParser(prog="bench", description=__doc__,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="tasks and strategies with their parameters and defaults")
+def add_core(sub):
+    """The commands every installation has; plugins add theirs (bench.registry.register_command)."""
+    sub.add_parser("list", help="tasks, strategies and presets with their parameters and defaults")
     add_run(sub)
     add_compare(sub)
     report = sub.add_parser("report", help="Pareto plots and tables from result files only")
     report.add_argument("--results", default="results", help="results folder (default: results)")
     report.add_argument("--out", default="reports", help="figures folder (default: reports)")
+    report.add_argument("--docs", help="folder whose .md files get their report tables rewritten between "
+                                       "markers (default: . when --results and --out are the defaults, else none)")
     rescore = sub.add_parser("rescore", help="recompute result files' metrics from their records (no decoding)")
     rescore.add_argument("--results", default="results", help="results folder (default: results)")
     rescore.add_argument("--task", help="only this task's results (default: all)")
-    train = sub.add_parser("train", help="train a task's model (weights ship in the repo)")
-    train.add_argument("target", help="what to train: sudoku, protein (a task's model), mi (--task's MI estimator) "
-                                      "or order (--task's learned order policy)")
+    train = sub.add_parser("train", help="train a task's model or a helper network (weights ship in the repo)")
+    train.add_argument("target", help="a task name (its model) or a helper (`bench list` names them)")
     train.add_argument("settings", nargs="*", help="KEY=VALUE overrides, e.g. steps=100")
     train.add_argument("--out", help="where to write the checkpoint (default: the shipped path)")
-    train.add_argument("--task", help="with target mi or order: the task whose model the helper reads")
-    from bench.mi_cli import add_mi_parser
-    add_mi_parser(sub)
-    data = sub.add_parser("data", help="build a task's data sets (cached; the test set is committed)")
-    data.add_argument("target", help="sudoku; protein (Swiss-Prot windows; needs: apt-get install "
-                                     "metastudent-data mmseqs2); unirep (the protein judge's weights)")
-    data.add_argument("--test-set", action="store_true", help="also rewrite the committed test set")
+    train.add_argument("--task", help="with a helper target: the task whose model the helper reads")
+    data = sub.add_parser("data", help="build a data set a task names (`bench list` names them)")
+    data.add_argument("target", help="what to build")
+    data.add_argument("--test-set", action="store_true", help="also rewrite the committed test set, where one is built")
+
+
+# Commands that read result files only: the parser for them loads no plugin (and no model code).
+RESULT_ONLY = ("report", "compare")
+
+
+def build_parser(with_plugins=True):
+    parser = OneLineParser(prog="bench", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_core(sub)
+    if with_plugins:
+        load_plugins()
+        for command in COMMANDS.values():
+            command.add_arguments(sub.add_parser(command.name, help=command.help))
     return parser
+
+
+def list_everything():
+    """`bench list`: every task (with its data builders), strategy, helper trainer and preset."""
+    load_plugins()
+    print("tasks:")
+    for name, cls in sorted(TASKS.items()):
+        print(f"  {name:12s} {cls.__doc__.splitlines()[0]}")
+        for option, text in cls.options.items():
+            print(f"  {'':12s}   --{option}: {text}")
+        for target, (text, _) in cls().data_builders().items():
+            print(f"  {'':12s}   bench data {target}: {text}")
+    print("strategies (name:key=value,...):")
+    for name, cls in sorted(STRATEGIES.items()):
+        print(f"  {name:12s} {cls.__doc__.splitlines()[0]}")
+        print(f"  {'':12s}   {param_help(cls)}")
+    print("helpers (bench train NAME --task T KEY=VALUE...):")
+    for name, trainer in sorted(TRAINERS.items()):
+        print(f"  {name:12s} {trainer.help}")
+    print("presets (run --preset NAME):")
+    for name, preset in PRESETS.items():
+        print(f"  {name:12s} {preset.about}")
+    if unswept(STRATEGIES):
+        print(f"not in the default sweep (bench/presets.py SWEEPS): {', '.join(unswept(STRATEGIES))}")
 
 
 def dispatch(args):
     if args.command == "list":
-        from bench.commands import list_everything
         list_everything()
     elif args.command == "run":
-        from bench.commands import run_tasks
+        from bench.runner import run_tasks
         run_tasks(args)
     elif args.command == "report":
         from bench.report import report
-        report(args.results, args.out)
+        docs = args.docs if args.docs is not None else ("." if (args.results, args.out) == ("results", "reports") else None)
+        report(args.results, args.out, docs)
     elif args.command == "rescore":
         from bench.rescore import rescore
         rescore(args.results, args.task)
     elif args.command == "compare":
         from bench.compare import compare
         return compare(args.base, args.new, args.fail_on)
-    elif args.command == "train" and args.target == "mi":
-        from bench.mi_cli import train_mi
-        train_mi(args.task, args.settings, args.out)
-    elif args.command == "train" and args.target == "order":
-        from bench.order_train import train_order_cli
-        train_order_cli(args.task, args.settings, args.out)
     elif args.command == "train":
         from bench.training import run_training
-        run_training(args.target, args.settings, args.out)
-    elif args.command == "mi":
-        from bench.mi_cli import mi_command
-        mi_command(args)
+        run_training(args.target, args.settings, args.out, args.task)
     elif args.command == "data":
         from bench.training import build_data
-        build_data(args.target, args.test_set)
+        build_data(args.target, args)
+    else:
+        COMMANDS[args.command].run(args)
     return 0
 
 
 def parse(argv=None):
     """Parse the command line; `train` also takes KEY=VALUE settings after its options."""
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(with_plugins=not (words and words[0] in RESULT_ONLY))
     args, extra = parser.parse_known_args(argv)
     if extra and not (args.command == "train" and all("=" in e and not e.startswith("-") for e in extra)):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

@@ -1,9 +1,18 @@
-"""The interfaces every task and strategy share (see DESIGN.md)."""
+"""The interfaces every task, model and strategy share, with every optional hook and its default.
+
+The decode loop, the runner, the report and the plugin commands talk to tasks, models and
+strategies only through what is declared here. A task or strategy subclasses ``Task`` or
+``Strategy`` and overrides what it has; a model subclasses ``MaskedModel`` (or provides the
+same attributes). Nothing here names a task or a strategy.
+"""
 from dataclasses import dataclass
 from functools import cached_property
-from typing import ClassVar, Protocol
+from pathlib import Path
+from typing import ClassVar
 
 import torch
+
+from bench.errors import BenchError
 
 
 @dataclass
@@ -13,22 +22,43 @@ class ModelOutput:
     hidden: torch.Tensor  # [B, N, D] states of the layer estimators and policies read
 
 
-class MaskedModel(Protocol):
-    """A masked discrete diffusion model: one call is one forward pass."""
-    vocab_size: int              # V, the number of real token values
-    value_tokens: torch.Tensor   # [V] token id of each value (what ``fill`` writes)
-    checkpoint_id: str           # identifies the weights (results and helpers record it)
+class MaskedModel:
+    """A masked discrete diffusion model: one call is one forward pass.
 
-    def __call__(self, tokens: torch.Tensor, masked: torch.Tensor) -> ModelOutput: ...
+    Required: ``vocab_size`` (V, the number of real token values), ``value_tokens`` ([V] token id
+    of each value, what the loop writes), ``checkpoint_id`` (identifies the weights; results and
+    helpers record it) and ``__call__``. Optional attributes have the defaults below.
+    """
+    vocab_size: int
+    value_tokens: torch.Tensor
+    checkpoint_id: str
+    n_params: int | None = None          # parameter count, recorded in results
+    hidden_layer: str = "unspecified"    # which layer ``ModelOutput.hidden`` holds (helpers record it)
+
+    def __call__(self, tokens: torch.Tensor, masked: torch.Tensor) -> ModelOutput:
+        raise NotImplementedError
+
+    def to(self, device):
+        """Move the model to ``device``; returns self (a CPU-only model keeps this default)."""
+        return self
 
 
 @dataclass
 class StepState:
-    """The state a strategy sees at one pass. Derived quantities are computed once, lazily."""
+    """The state a strategy sees at one pass. Derived quantities are computed once, lazily.
+
+    A strategy that runs the model beyond the loop's pass (an oracle probing it) adds those
+    passes per row to ``aux_passes``; the loop reports them apart from decoding passes.
+    """
     tokens: torch.Tensor   # [B, N] long
     masked: torch.Tensor   # [B, N] bool, True where still masked
     out: ModelOutput
     step: int              # pass number, 0-based
+
+    @cached_property
+    def aux_passes(self):
+        """[B] long: extra model passes the strategy spent on each row at this step."""
+        return torch.zeros(self.tokens.shape[0], dtype=torch.long)
 
     @cached_property
     def log_probs(self):
@@ -56,11 +86,109 @@ class StepState:
         return top2[..., 0] - top2[..., 1]
 
 
-class Strategy(Protocol):
-    """Chooses which masked positions to reveal at a pass."""
+class Strategy:
+    """Chooses which masked positions to reveal at a pass. Subclasses are dataclasses whose
+    fields are the strategy's parameters (``topk:k=7`` sets ``k``)."""
     name: ClassVar[str]
+    aux_passes_metric: ClassVar[str | None] = None   # record name of aux passes (e.g. probe_passes); None: spends none
+
+    def bind(self, task, model):
+        """Load what the strategy needs besides the state (trained helpers, the model to probe)."""
+
+    def helper_ids(self) -> dict:
+        """Identities of trained helper files; they join the run's identity."""
+        return {}
 
     def select(self, state: StepState) -> torch.Tensor:
         """bool [B, N]: a subset of ``state.masked`` with at least one position per row that
         still has a masked position."""
-        ...
+        raise NotImplementedError
+
+
+@dataclass
+class EvalSet:
+    """Inputs of one evaluation: start tokens and masks, plus what scoring needs."""
+    tokens: torch.Tensor   # [n, N] long
+    masked: torch.Tensor   # [n, N] bool
+    data_id: str           # identifies the data (file hash, seed, ...)
+    extras: dict           # task-specific: references, line numbers, ...
+
+    def __len__(self):
+        return self.tokens.shape[0]
+
+
+class Task:
+    """A task: inputs, a model, per-sample records and summary metrics.
+
+    Required: ``name``, ``headline`` (the metric Pareto plots use), ``load_model``, ``eval_set``,
+    ``records``, ``summarize``, ``config``. Every other member is an optional hook with its
+    default here; the commands that need a hook a task lacks say so in one line.
+    """
+    name: ClassVar[str]
+    headline: ClassVar[str]
+    temperature: ClassVar[float] = 0.0          # 0 = argmax values, > 0 = sampled values
+    options: ClassVar[dict] = {}                # --data / --model help for `bench list`
+    extra_figures: ClassVar[tuple] = ()         # metrics besides the headline to draw Pareto plots of
+    weights_dir: ClassVar[Path | None] = None   # where the model's trained helpers ship
+    mi_label_sizes: ClassVar[dict] = {}         # MI label sets: split -> number of contexts
+    mi_probe: ClassVar[int] = 0                 # probed positions per MI context (0: every masked one)
+    order_training: ClassVar[dict] = {}         # order policy defaults: batch, step_units, n_eval, init_gamma {T: g}
+
+    def __init__(self, data=None, model=None):
+        self.data, self.model = data, model
+
+    # --- required ---------------------------------------------------------------------------
+    def load_model(self) -> MaskedModel:
+        raise NotImplementedError
+
+    def eval_set(self, limit: int | None, seed: int) -> EvalSet:
+        raise NotImplementedError
+
+    def records(self, tokens, passes, rows, eval_set: EvalSet) -> list[dict]:
+        """Per-sample records (JSON-able) of final tokens of eval-set rows ``rows``."""
+        raise NotImplementedError
+
+    def summarize(self, records: list[dict]) -> list[dict]:
+        """Summary metrics (bench.stats metric dicts) from per-sample records alone."""
+        raise NotImplementedError
+
+    def config(self) -> dict:
+        """The task's resolved options, stored in every result."""
+        raise NotImplementedError
+
+    # --- optional hooks ---------------------------------------------------------------------
+    def problems(self) -> list[str]:
+        """Malformed inputs that were skipped, one line each."""
+        return []
+
+    def floor(self) -> list[dict] | None:
+        """Metrics of a second reference sample against the first (the noise floor), or None."""
+        return None
+
+    def floor_label(self) -> str:
+        return "a second reference sample against the first"
+
+    def train_model(self, settings: list[str], out: str | None) -> None:
+        """`bench train TASK KEY=VALUE...`: train the task's model."""
+        raise BenchError(f"task {self.name} has no model trainer")
+
+    def data_builders(self) -> dict:
+        """`bench data NAME`: name -> (one-line help, function(args)) that builds a data set."""
+        return {}
+
+    def mi_contexts(self, model, split: str, n: int, generator) -> tuple:
+        """(tokens [n, N], masked [n, N]): partly masked states for MI labels of ``split``."""
+        raise BenchError(f"task {self.name} gives no MI contexts")
+
+    def mi_peers(self):
+        """bool [N, N] of known structural peers (the MI report counts them), or None."""
+        return None
+
+    def mi_grid(self) -> int:
+        """Side of the square grid MI maps draw lines on (0: none)."""
+        return 0
+
+    def order_examples(self) -> tuple:
+        """(x0 [n, N], start tokens [n, N], start masked [n, N]) to train order policies on."""
+        raise BenchError(f"task {self.name} gives no training examples for a learned order")
+

@@ -13,7 +13,7 @@ class DecodeResult:
     tokens: torch.Tensor  # [B, N] final tokens
     passes: torch.Tensor  # [B] forward passes each row took
     seconds: float        # wall time of the whole batch
-    probe_passes: torch.Tensor | None = None  # [B] extra passes an oracle strategy spent probing
+    aux_passes: torch.Tensor  # [B] passes the strategy spent besides decoding (an oracle's probing)
 
 
 def fill_values(out, pick, value_tokens, temperature, generator):
@@ -45,19 +45,18 @@ def decode(model, tokens, masked, strategy, temperature=0.0, generator=None):
     """
     tokens, masked = tokens.clone(), masked.clone()
     passes = torch.zeros(tokens.shape[0], dtype=torch.long)
-    probes = torch.zeros_like(passes) if hasattr(strategy, "probe_passes") else None
+    aux = torch.zeros_like(passes)
     start, step = time.perf_counter(), 0
     while True:
         active = masked.any(1).nonzero().squeeze(1)  # [A]
         if active.numel() == 0:
-            return DecodeResult(tokens, passes, time.perf_counter() - start, probes)
+            return DecodeResult(tokens, passes, time.perf_counter() - start, aux)
         state = StepState(tokens[active], masked[active], model(tokens[active], masked[active]), step)
         if not torch.isfinite(state.out.logits).all():
             raise BenchError(f"the model returned non-finite logits at pass {step}")
         pick = strategy.select(state)
         check_pick(pick, state.masked, strategy.name, step)
-        if probes is not None:
-            probes[active] += strategy.probe_passes  # counted apart from decoding passes
+        aux[active] += state.aux_passes  # counted apart from decoding passes
         values = fill_values(state.out, pick, model.value_tokens, temperature, generator)
         tokens[active] = torch.where(pick, values, state.tokens)
         masked[active] = state.masked & ~pick

@@ -1,11 +1,42 @@
-"""Registries of strategies and tasks, and parsing of ``name:key=value,...`` specs."""
+"""Registries of strategies, tasks and plugin commands, and parsing of ``name:key=value,...`` specs.
+
+Plugins register themselves when imported: a strategy class with ``@register_strategy``, a task
+class with ``@register_task``, a subcommand with ``register_command`` and a `bench train`
+target with ``register_trainer``. ``load_plugins`` imports every module of the plugin packages
+(``PLUGIN_PACKAGES``), so a new strategy is one file in strategies/ and a new task one folder
+in tasks/; bench never imports them by name.
+"""
 import difflib
-from dataclasses import MISSING, fields
+import importlib
+import math
+import pkgutil
+from dataclasses import MISSING, dataclass, fields
 
 from bench.errors import BenchError
 
+PLUGIN_PACKAGES = ("strategies", "tasks")
 STRATEGIES = {}
 TASKS = {}
+COMMANDS = {}    # name -> Command
+TRAINERS = {}    # `bench train NAME` targets besides task names -> Trainer
+REPORTS = {}     # name -> draw(results_dir, out_dir) -> written paths: plugin sections of `bench report`
+
+
+@dataclass(frozen=True)
+class Command:
+    """A plugin subcommand: ``add_arguments(parser)`` declares it, ``run(args)`` runs it."""
+    name: str
+    help: str
+    add_arguments: object
+    run: object
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """A `bench train NAME --task T KEY=VALUE...` target: ``run(task, settings, out)``."""
+    name: str
+    help: str
+    run: object
 
 
 def register_strategy(cls):
@@ -15,8 +46,44 @@ def register_strategy(cls):
 
 
 def register_task(cls):
+    """Class decorator: make a task reachable by its ``name``."""
     TASKS[cls.name] = cls
     return cls
+
+
+def register_command(name, help, add_arguments):
+    """Decorator: ``run(args)`` becomes `bench NAME`, its arguments declared by ``add_arguments(parser)``."""
+    def add(run):
+        COMMANDS[name] = Command(name, help, add_arguments, run)
+        return run
+    return add
+
+
+def register_trainer(name, help):
+    """Decorator: ``run(task, settings, out)`` becomes `bench train NAME --task T KEY=VALUE...`."""
+    def add(run):
+        TRAINERS[name] = Trainer(name, help, run)
+        return run
+    return add
+
+
+def register_report(name):
+    """Decorator: ``draw(results_dir, out_dir)`` becomes a section of `bench report`. It must live
+    in a module named ``figures`` that imports no model code (the report loads only those)."""
+    def add(draw):
+        REPORTS[name] = draw
+        return draw
+    return add
+
+
+def load_plugins(only=None):
+    """Import every module of the plugin packages (each registers what it defines), or with
+    ``only`` just the modules of that name (package ``__init__`` files stay light); idempotent."""
+    for package_name in PLUGIN_PACKAGES:
+        package = importlib.import_module(package_name)
+        for module in pkgutil.walk_packages(package.__path__, package_name + "."):
+            if only is None or module.name.rsplit(".", 1)[-1] == only:
+                importlib.import_module(module.name)
 
 
 def closest(name, options):
@@ -26,11 +93,17 @@ def closest(name, options):
 
 
 def lookup(kind, name, registry):
-    _load_all()
+    """``registry[name]`` after loading the plugins; a one-line BenchError listing what exists."""
+    load_plugins()
     if name not in registry:
         raise BenchError(f"unknown {kind} {name!r}{closest(name, registry)}; "
                          f"available: {', '.join(sorted(registry))}")
     return registry[name]
+
+
+def make_task(name, data=None, model=None):
+    """An instance of the task called ``name``."""
+    return lookup("task", name, TASKS)(data=data, model=model)
 
 
 def split_specs(text):
@@ -58,17 +131,46 @@ def param_help(cls):
     return "; ".join(parts) or "(no parameters)"
 
 
-def _cast(cls, f, text):
-    try:
-        value = {"bool": lambda v: {"true": True, "false": False}[v.lower()]}.get(
-            f.type.__name__, f.type)(text)
-    except (ValueError, KeyError):
-        raise BenchError(f"{cls.name}: parameter {f.name}={text!r} is not a {f.type.__name__}") from None
+BOOLEANS = {"true": True, "false": False}
+
+
+def cast_value(type_name, text):
+    """``text`` as a value of the type called ``type_name`` (int, float, bool, str); ValueError if it
+    is not one. The one rule for every KEY=VALUE on the command line: booleans are true or false;
+    floats are finite."""
+    if type_name == "bool":
+        if text.lower() not in BOOLEANS:
+            raise ValueError(f"{text!r} is not a bool (true or false)")
+        return BOOLEANS[text.lower()]
+    value = {"int": int, "float": float}.get(type_name, str)(text)
+    if type_name == "float" and not math.isfinite(value):
+        raise ValueError(f"{text!r} is not a finite float")
+    return value
+
+
+def set_fields(config, pairs, what):
+    """Apply KEY=VALUE strings to the dataclass instance ``config``, typed by its fields; one-line
+    BenchErrors name an unknown key or a bad value."""
+    by_name = {f.name: f for f in fields(config)}
+    for pair in pairs:
+        key, eq, text = (part.strip() for part in pair.partition("="))
+        if not eq:
+            raise BenchError(f"{what}: {pair!r} needs the form key=value")
+        if key not in by_name:
+            raise BenchError(f"unknown {what} setting {key!r}{closest(key, by_name)}; allowed: {', '.join(by_name)}")
+        type_name = getattr(by_name[key].type, "__name__", str(by_name[key].type))
+        try:
+            setattr(config, key, cast_value(type_name, text))
+        except ValueError as err:
+            raise BenchError(f"{what}: {key}={text!r}: {err}") from None
+    return config
+
+
+def check_choice(cls, f, value, text):
     choices = f.metadata.get("choices")
     if choices and value not in choices:
         raise BenchError(f"{cls.name}: {f.name}={text!r} is not allowed; choose from: "
                          f"{', '.join(choices)}{closest(text, choices)}")
-    return value
 
 
 def parse_strategy(spec):
@@ -78,14 +180,18 @@ def parse_strategy(spec):
     by_name = {f.name: f for f in fields(cls)}
     kwargs = {}
     for pair in filter(None, (p.strip() for p in arg_text.split(","))):
-        key, eq, value = (part.strip() for part in pair.partition("="))
+        key, eq, text = (part.strip() for part in pair.partition("="))
         if not eq:
             raise BenchError(f"{name}: parameter {pair!r} needs the form key=value")
         if key not in by_name:
             allowed = ", ".join(by_name) or "none"
             raise BenchError(f"unknown parameter {key!r} for strategy {name!r}{closest(key, by_name)}; "
                              f"allowed: {allowed}")
-        kwargs[key] = _cast(cls, by_name[key], value)
+        try:
+            kwargs[key] = cast_value(by_name[key].type.__name__, text)
+        except ValueError as err:
+            raise BenchError(f"{cls.name}: parameter {key}: {err}") from None
+        check_choice(cls, by_name[key], kwargs[key], text)
     try:
         return cls(**kwargs)
     except ValueError as err:
@@ -93,12 +199,9 @@ def parse_strategy(spec):
 
 
 def canonical(strategy):
-    """The full spec with every parameter resolved: 'topk:k=2,order=confidence'."""
-    params = ",".join(f"{f.name}={getattr(strategy, f.name)}" for f in fields(strategy))
+    """The full spec with every parameter resolved: 'topk:k=2,order=confidence'. A parameter left
+    empty (a helper file meaning "the task's shipped one") is left out: the helper's identity is
+    recorded apart, so the name stays short."""
+    params = ",".join(f"{f.name}={getattr(strategy, f.name)}" for f in fields(strategy)
+                      if getattr(strategy, f.name) != "")
     return f"{strategy.name}:{params}" if params else strategy.name
-
-
-def _load_all():
-    """Import the packages whose modules register themselves."""
-    import strategies  # noqa: F401
-    import tasks  # noqa: F401

@@ -11,7 +11,9 @@ import matplotlib.ticker
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from bench.docs import sync_markdown  # noqa: E402
 from bench.errors import BenchError  # noqa: E402
+from bench.registry import REPORTS, load_plugins  # noqa: E402
 from bench.results import find_results  # noqa: E402
 from bench.sweeps import point_label, reference_run, speedup_rows, sweep_lines  # noqa: E402
 from bench.table import csv_text, latex, markdown, metric_of, numeric_rows, summary_rows  # noqa: E402
@@ -201,30 +203,55 @@ def write_tables(results, task, out_dir):
     return paths
 
 
-def extra_figures(task_name, results):
-    """Metrics besides the headline that the task asks to plot (its ``extra_figures``), where
-    every result of the group has them."""
-    from bench.registry import TASKS, _load_all
-    _load_all()
-    wanted = getattr(TASKS.get(task_name), "extra_figures", ())
+def extra_figures(results):
+    """Metrics besides the headline that the task asked to plot (recorded in its result files),
+    where every result of the group has them."""
+    wanted = dict.fromkeys(m for r in results for m in r.get("extra_figures", ()))
     return [m for m in wanted if all(any(x["name"] == m for x in r["metrics"]) for r in results)]
 
 
-def report(results_dir, out_dir):
-    """Figures (both sizes) and tables per task from the result files under ``results_dir``."""
+def task_groups(results_dir):
+    """task -> (its largest comparable group of results, how many runs were left out)."""
     results = find_results(results_dir)
     if not results:
         raise BenchError(f"no result files under {results_dir}; make some with: python -m bench run")
+    return {task: comparison_group([r for r in results if r["task"] == task])
+            for task in sorted({r["task"] for r in results})}
+
+
+def draw_figures(group, task, out_dir):
+    """The Pareto plots of the headline and of every extra figure, in both layouts."""
+    paths = [p for layout in LAYOUTS for p in draw_pareto(group, task, out_dir, layout)]
+    for metric in extra_figures(group):
+        paths += [p for layout in LAYOUTS for p in draw_pareto(group, task, out_dir, layout, metric)]
+    return paths
+
+
+def plugin_sections(results_dir, out_dir, figures=True):
+    """Report sections plugins add (their ``figures`` modules, which import no model code)."""
+    load_plugins("figures")
+    return {name: draw(results_dir, out_dir, figures=figures) for name, draw in sorted(REPORTS.items())}
+
+
+def write_all_tables(results_dir, out_dir):
+    """Every table `bench report` writes, without the figures; returns the paths."""
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    for task in sorted({r["task"] for r in results}):
-        group, left_out = comparison_group([r for r in results if r["task"] == task])
-        paths = [p for layout in LAYOUTS for p in draw_pareto(group, task, out_dir, layout)]
-        for metric in extra_figures(task, group):
-            paths += [p for layout in LAYOUTS for p in draw_pareto(group, task, out_dir, layout, metric)]
-        paths += write_tables(group, task, out_dir)
+    paths = [p for task, (group, _) in task_groups(results_dir).items() for p in write_tables(group, task, out_dir)]
+    return paths + [p for section in plugin_sections(results_dir, out_dir, figures=False).values() for p in section]
+
+
+def report(results_dir, out_dir, docs_root="."):
+    """Figures (both sizes) and tables per task from the result files under ``results_dir``; then
+    the report tables quoted in the .md files under ``docs_root`` are rewritten."""
+    groups = task_groups(results_dir)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    for task, (group, left_out) in groups.items():
+        paths = draw_figures(group, task, out_dir) + write_tables(group, task, out_dir)
         note = f" ({left_out} runs of other models/data/limits/seeds left out)" if left_out else ""
         print(f"{task}: {len(group)} runs{note} -> {', '.join(p.name for p in paths)} in {out_dir}")
-    from bench.mi_report import report_mi
-    mi_paths = report_mi(results_dir, out_dir)
-    if mi_paths:
-        print(f"MI: {', '.join(p.name for p in mi_paths)} in {out_dir}")
+    for name, paths in plugin_sections(results_dir, out_dir).items():
+        if paths:
+            print(f"{name}: {', '.join(p.name for p in paths)} in {out_dir}")
+    if docs_root:
+        for path in sync_markdown(docs_root, out_dir):
+            print(f"rewrote report tables in {path}")

@@ -13,9 +13,9 @@ from tqdm import tqdm
 
 from bench.errors import BenchError
 from bench.provenance import provenance
-from bench.registry import TASKS, _load_all, lookup
+from bench.registry import TASKS, load_plugins, lookup
 from bench.results import read_records, read_result, write_text_atomic
-from bench.runner import probe_metrics
+from bench.runner import aux_pass_metrics
 
 
 def summaries(results_dir, task_name):
@@ -29,7 +29,7 @@ def summaries(results_dir, task_name):
 
 
 def rescore(results_dir="results", task_name=None):
-    _load_all()
+    load_plugins()
     if task_name is not None:
         lookup("task", task_name, TASKS)
     found = summaries(results_dir, task_name)
@@ -44,8 +44,8 @@ def rescore(results_dir="results", task_name=None):
         if len(records) != summary["n_samples"]:
             print(f"  skipped {path}: {len(records)} records for {summary['n_samples']} samples", file=sys.stderr)
             continue
-        summary["metrics"] = task.summarize(records) + probe_metrics(records)
-        summary["floor"] = task.floor() if hasattr(task, "floor") else None
+        summary["metrics"] = task.summarize(records) + aux_pass_metrics(records)
+        summary["floor"] = task.floor()
         summary["rescored"] = provenance()
         write_text_atomic(path, json.dumps(summary, indent=1))
         done += 1

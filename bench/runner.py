@@ -1,4 +1,5 @@
-"""Running strategies on tasks: batches through the decode loop, resumable result files."""
+"""`bench run`: strategies on tasks, batches through the decode loop, resumable result files."""
+import argparse
 import hashlib
 import json
 import re
@@ -10,10 +11,13 @@ import torch
 from tqdm import tqdm
 
 from bench.decode import decode
+from bench.errors import BenchError
+from bench.presets import plan
 from bench.provenance import provenance
-from bench.registry import canonical
+from bench.registry import canonical, make_task, parse_strategy, split_specs
 from bench.results import SCHEMA_VERSION, append_records, read_records, read_result, write_text_atomic
 from bench.stats import mean_metric
+from bench.table import render_text
 
 
 def run_config(task, model, eval_set, strategy, seed, limit, batch_size):
@@ -21,8 +25,8 @@ def run_config(task, model, eval_set, strategy, seed, limit, batch_size):
     config = {"task": task.name, "task_options": task.config(), "strategy_spec": canonical(strategy),
               "strategy_params": asdict(strategy), "seed": seed, "limit": limit, "batch_size": batch_size,
               "data_id": eval_set.data_id, "model_id": model.checkpoint_id, "temperature": task.temperature}
-    if getattr(strategy, "helper_ids", None):  # trained helpers (an MI estimator) are part of the identity
-        config["helper_ids"] = strategy.helper_ids
+    if strategy.helper_ids():  # trained helpers (an MI estimator) are part of the identity
+        config["helper_ids"] = strategy.helper_ids()
     return config
 
 
@@ -61,19 +65,21 @@ def decode_batches(task, model, eval_set, strategy, config, partial_path, label)
         new = task.records(result.tokens, result.passes, rows, eval_set)
         for i, record in enumerate(new):
             record.update(batch=batch, batch_seconds=result.seconds)
-            if result.probe_passes is not None:
-                record["probe_passes"] = int(result.probe_passes[i])
+            if strategy.aux_passes_metric:
+                record[strategy.aux_passes_metric] = int(result.aux_passes[i])
         append_records(partial_path, new)
         records += new
     return sorted(records, key=lambda r: r["index"])
 
 
-def probe_metrics(records):
-    """An oracle's probing passes, reported apart from decoding passes."""
-    if not records or "probe_passes" not in records[0]:
-        return []
-    return [mean_metric("probe_passes", [r["probe_passes"] for r in records], False,
-                        "probing passes per sample (oracle; not decoding passes)")]
+AUX_PASS_METRICS = ("probe_passes",)  # record names of passes a strategy spends besides decoding
+
+
+def aux_pass_metrics(records):
+    """Passes a strategy spent besides decoding (an oracle's probing), reported apart."""
+    return [mean_metric(name, [r[name] for r in records], False,
+                        "probing passes per sample (oracle; not decoding passes)")
+            for name in AUX_PASS_METRICS if records and name in records[0]]
 
 
 def summarize(task, model, config, records, label):
@@ -81,16 +87,15 @@ def summarize(task, model, config, records, label):
     return {"schema_version": SCHEMA_VERSION, "task": task.name, "strategy": config["strategy_spec"].split(":")[0],
             "label": label, "config": config, "headline": task.headline,
             "model": {"id": model.checkpoint_id, "path": config["task_options"].get("model"),
-                      "n_params": getattr(model, "n_params", None)},
-            "metrics": task.summarize(records) + probe_metrics(records),
-            "n_samples": len(records), "wall_seconds": seconds,
-            "floor": task.floor() if hasattr(task, "floor") else None, "provenance": provenance()}
+                      "n_params": model.n_params},
+            "metrics": task.summarize(records) + aux_pass_metrics(records),
+            "n_samples": len(records), "wall_seconds": seconds, "extra_figures": list(task.extra_figures),
+            "floor": task.floor(), "provenance": provenance()}
 
 
 def run_one(task, model, eval_set, strategy, label, seed, limit, batch_size, out_dir):
     """Run (or resume, or skip if already complete) one strategy on one task; returns the summary."""
-    if hasattr(strategy, "bind"):
-        strategy.bind(task, model)  # strategies with trained helpers or probing load them here
+    strategy.bind(task, model)  # strategies with trained helpers or probing load them here
     config = run_config(task, model, eval_set, strategy, seed, limit, batch_size)
     summary_path, records_path, partial_path = result_paths(out_dir, config)
     existing = read_result(summary_path)
@@ -104,3 +109,37 @@ def run_one(task, model, eval_set, strategy, label, seed, limit, batch_size, out
     write_text_atomic(summary_path, json.dumps(summary, indent=1))
     partial_path.unlink(missing_ok=True)
     return summary
+
+
+def make_tasks(task_names, data, model):
+    names = split_specs(task_names)
+    if (data or model) and len(names) != 1:
+        raise BenchError("--data and --model apply to one task; run one task at a time with them")
+    return [make_task(name, data=data, model=model) for name in names]
+
+
+def run_tasks(args):
+    """Run a preset (``default`` unless --preset) with the command line's overrides."""
+    plans = plan(args.preset, args.tasks, args.strategies, args.limit, args.seed)
+    tasks = make_tasks(",".join(p.task for p in plans), args.data, args.model)
+    parsed = [[(spec, parse_strategy(spec)) for spec in p.specs] for p in plans]  # all before any work
+    for task, task_plan, strategies in zip(tasks, plans, parsed):
+        for seed in task_plan.seeds:
+            run_task(task, strategies, argparse.Namespace(**{**vars(args), "limit": task_plan.limit, "seed": seed}))
+    return 0
+
+
+def run_task(task, strategies, args):
+    model = task.load_model()
+    eval_set = task.eval_set(args.limit, args.seed)
+    for problem in task.problems():
+        print(f"skipped: {problem}", file=sys.stderr)
+    print(f"{task.name}: {len(eval_set)} inputs, model {model.checkpoint_id}, seed {args.seed}", file=sys.stderr)
+    results = [run_one(task, model, eval_set, strategy, spec, args.seed, args.limit, args.batch_size, args.out)
+               for spec, strategy in strategies]
+    print(f"\n{task.name} ({len(eval_set)} inputs, seed {args.seed}; 95% bootstrap CIs)")
+    print(render_text(results))
+    if task.floor() is not None:
+        floor = ", ".join(f"{m['name']} {m['value']:.4f}" for m in task.floor())
+        print(f"floor ({task.floor_label()}): {floor}")
+    print(f"results in {args.out}/{task.name}/")

@@ -39,10 +39,6 @@ def render_text(results):
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def render_markdown(results):
-    return markdown(*summary_rows(results))
-
-
 def markdown(header, rows):
     """A Markdown table of string cells."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

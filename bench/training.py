@@ -1,9 +1,15 @@
-"""`bench train TASK`: train a task's model with a log file beside the weights."""
+"""`bench train TARGET` and `bench data TARGET`: hand the work to the task or plugin that owns it.
+
+`bench train TASK KEY=VALUE...` calls the task's ``train_model``; `bench train NAME --task T`
+calls a plugin trainer (``bench.registry.register_trainer``: the MI estimator, the learned
+order). `bench data NAME` calls the builder a task names in ``data_builders``.
+"""
 import logging
 from dataclasses import fields
 from pathlib import Path
 
 from bench.errors import BenchError
+from bench.registry import TASKS, TRAINERS, load_plugins, make_task, set_fields
 
 
 def setup_log(log_path):
@@ -16,82 +22,40 @@ def setup_log(log_path):
     root.addHandler(handler)
 
 
-def override(config, pairs):
-    """Apply KEY=VALUE strings to a dataclass config, typed by its fields."""
-    types = {f.name: f.type for f in fields(config)}
-    for pair in pairs:
-        key, _, value = pair.partition("=")
-        if key not in types:
-            raise BenchError(f"unknown training setting {key!r}; allowed: {', '.join(types)}")
-        cast = {"int": int, "float": float, "bool": lambda v: v.lower() in ("1", "true", "yes")}
-        setattr(config, key, cast.get(getattr(types[key], "__name__", types[key]), str)(value))
-    return config
-
-
-def sudoku_parts():
-    from tasks.sudoku.checkpoint import DEFAULT_WEIGHTS
-    from tasks.sudoku.model import SudokuModelConfig
-    from tasks.sudoku.train import TrainConfig, train
-    return SudokuModelConfig, TrainConfig, train, DEFAULT_WEIGHTS
-
-
-def protein_parts():
-    from tasks.protein.model import DEFAULT_WEIGHTS
-    from tasks.protein.train import ProteinModelConfig, ProteinTrainConfig, train
-    return ProteinModelConfig, ProteinTrainConfig, train, DEFAULT_WEIGHTS
-
-
-# target: () -> (model config class, training config class, train function, default weights path)
-TRAINERS = {"sudoku": sudoku_parts, "protein": protein_parts}
-
-
-def run_training(target, settings, out):
-    """`bench train TARGET KEY=VALUE...`: settings go to the model or the training config by name."""
-    if target not in TRAINERS:
-        raise BenchError(f"nothing to train called {target!r}; choose from: {', '.join(TRAINERS)}")
-    model_cls, train_cls, train, default_weights = TRAINERS[target]()
+def split_settings(settings, model_cls, train_cls, what):
+    """(model config, training config) from KEY=VALUE strings: each key goes to the config that has it."""
     model_keys = {f.name for f in fields(model_cls)}
-    model_cfg = override(model_cls(), [s for s in settings if s.split("=")[0] in model_keys])
-    train_cfg = override(train_cls(), [s for s in settings if s.split("=")[0] not in model_keys])
-    out = Path(out or default_weights)
-    setup_log(out.with_suffix(".log"))
-    logging.getLogger(f"train.{target}").info("model %s train %s", model_cfg, train_cfg)
-    train(model_cfg, train_cfg, out)
-    print(f"saved {out} (log: {out.with_suffix('.log')})")
+    model_cfg = set_fields(model_cls(), [s for s in settings if s.split("=")[0].strip() in model_keys], what)
+    train_cfg = set_fields(train_cls(), [s for s in settings if s.split("=")[0].strip() not in model_keys], what)
+    return model_cfg, train_cfg
 
 
-def build_unirep():
-    """Fetch the protein judge's weights and print its check on natural sequences."""
-    from tasks.protein.fasta import read_fasta
-    from tasks.protein.judge import fetch_weights, natural_sequence_check
-    from tasks.protein.split import REFERENCE_A
-    print(f"UniRep judge weights: {fetch_weights()}")
-    check = natural_sequence_check(read_fasta(REFERENCE_A).sequences)
-    print("judge check on reference A: perplexity {natural:.2f} natural, {shuffled:.2f} shuffled, "
-          "{composition_only:.2f} composition-only; natural beats shuffled for "
-          "{natural_beats_shuffled:.0%} of sequences".format(**check))
+def run_training(target, settings, out, task_name):
+    """`bench train TARGET [--task T] KEY=VALUE...`."""
+    load_plugins()
+    if target in TRAINERS:
+        if not task_name:
+            raise BenchError(f"bench train {target} needs --task; choose from: {', '.join(sorted(TASKS))}")
+        TRAINERS[target].run(make_task(task_name), settings, out)
+    elif target in TASKS:
+        make_task(target).train_model(settings, out)
+    else:
+        raise BenchError(f"nothing to train called {target!r}; choose from: "
+                         f"{', '.join(sorted(TASKS) + sorted(TRAINERS))}")
 
 
-def build_protein():
-    """The cached Swiss-Prot windows (needs metastudent-data and mmseqs2)."""
-    from tasks.protein.bigdata import build_full_set
-    path, counts = build_full_set()
-    print(f"protein training windows: {counts['windows']} from {counts['distinct']} distinct Swiss-Prot "
-          f"sequences, {counts['dropped_relatives']} dropped as relatives of held-out sequences -> {path}")
+def data_builders():
+    """name -> (help, build(args)) over every task's ``data_builders``."""
+    load_plugins()
+    builders = {}
+    for cls in TASKS.values():
+        builders.update(cls().data_builders())
+    return builders
 
 
-def build_sudoku(test_set):
-    """The cached Sudoku training set, and with --test-set the committed test CSV."""
-    from tasks.sudoku.data import make_test_set, training_set
-    train = training_set()
-    print(f"training set: {len(train.puzzles)} pairs ({train.source})")
-    if test_set:
-        print(f"test set: {make_test_set()}")
-
-
-def build_data(target, test_set):
-    """`bench data sudoku|protein|unirep`."""
-    builders = {"sudoku": lambda: build_sudoku(test_set), "protein": build_protein, "unirep": build_unirep}
+def build_data(target, args):
+    """`bench data NAME`."""
+    builders = data_builders()
     if target not in builders:
-        raise BenchError(f"no data to build for {target!r}; choose from: {', '.join(builders)}")
-    builders[target]()
+        raise BenchError(f"no data to build for {target!r}; choose from: {', '.join(sorted(builders))}")
+    builders[target][1](args)

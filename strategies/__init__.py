@@ -1,2 +1,2 @@
-"""Unmasking strategies; importing this package registers every one of them."""
-from strategies import eb, learned, margin, mi, mi_oracle, sequential, threshold, topk  # noqa: F401
+"""Unmasking strategies. Every module here registers what it defines when imported
+(``bench.registry.load_plugins`` imports them all); families with trained helpers are packages."""

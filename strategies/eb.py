@@ -8,13 +8,14 @@ positions of exactly zero entropy.
 from dataclasses import dataclass
 from typing import ClassVar
 
+from bench.core import Strategy
 from bench.registry import register_strategy
 from strategies.ordering import check_order, order_field, order_score, rank_masked
 
 
 @register_strategy
 @dataclass
-class EBSampler:
+class EBSampler(Strategy):
     """Reveal the longest proxy-ordered prefix whose entropy sum minus its max is <= gamma."""
     name: ClassVar[str] = "eb"
     gamma: float = 0.1

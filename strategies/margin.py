@@ -2,13 +2,14 @@
 from dataclasses import dataclass
 from typing import ClassVar
 
+from bench.core import Strategy
 from bench.registry import register_strategy
 from strategies.ordering import top_k_mask
 
 
 @register_strategy
 @dataclass
-class Margin:
+class Margin(Strategy):
     """Reveal the k masked positions with the largest top-1 minus top-2 probability gap."""
     name: ClassVar[str] = "margin"
     k: int = 1

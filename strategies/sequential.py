@@ -2,13 +2,14 @@
 from dataclasses import dataclass
 from typing import ClassVar
 
+from bench.core import Strategy
 from bench.registry import register_strategy
 from strategies.ordering import check_order, order_field, order_score, top_k_mask
 
 
 @register_strategy
 @dataclass
-class Sequential:
+class Sequential(Strategy):
     """Reveal the single masked position ranked highest by ``order``."""
     name: ClassVar[str] = "sequential"
     order: str = order_field()

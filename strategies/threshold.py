@@ -2,13 +2,14 @@
 from dataclasses import dataclass
 from typing import ClassVar
 
+from bench.core import Strategy
 from bench.registry import register_strategy
 from strategies.ordering import top_k_mask
 
 
 @register_strategy
 @dataclass
-class Threshold:
+class Threshold(Strategy):
     """Reveal every masked position whose top probability is >= tau; at least the most confident."""
     name: ClassVar[str] = "threshold"
     tau: float = 0.9

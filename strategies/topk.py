@@ -2,13 +2,14 @@
 from dataclasses import dataclass
 from typing import ClassVar
 
+from bench.core import Strategy
 from bench.registry import register_strategy
 from strategies.ordering import check_order, order_field, order_score, top_k_mask
 
 
 @register_strategy
 @dataclass
-class TopK:
+class TopK(Strategy):
     """Reveal the ``k`` masked positions ranked highest by ``order``.
 
     ``topk:order=margin`` is the top-probability-margin rule of Kim et al. (2025).

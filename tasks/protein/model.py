@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from bench.checkpoints import file_id, load_payload, save_atomic
-from bench.core import ModelOutput
+from bench.core import MaskedModel, ModelOutput
 from bench.errors import BenchError
 from tasks.protein.fasta import AMINO_ACIDS
 
@@ -40,7 +40,7 @@ def build_esmc(d_model, n_heads, n_layers):
     return ESMC(d_model=d_model, n_heads=n_heads, n_layers=n_layers, tokenizer=TOKENS, use_flash_attn=False)
 
 
-class ProteinModel:
+class ProteinModel(MaskedModel):
     """MaskedModel over ESM token ids: logits over the 20 standard amino acids."""
     vocab_size = 20
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tasks.protein.fasta import read_fasta, write_fasta
+from tasks.protein.fasta import read_fasta
 
 DATA_DIR = Path(__file__).parent / "data"
 SOURCE_FASTA = DATA_DIR / "swissprot_50_100.fasta"
@@ -52,8 +52,3 @@ def make_split(seed=SPLIT_SEED):
                  reference_a=as_pairs(held[:REFERENCE_SIZE]),
                  reference_b=as_pairs(held[REFERENCE_SIZE:2 * REFERENCE_SIZE]))
 
-
-def write_references(split):
-    """Write the two committed reference FASTAs (accessions as names)."""
-    for path, pairs in ((REFERENCE_A, split.reference_a), (REFERENCE_B, split.reference_b)):
-        write_fasta(path, [a for a, _ in pairs], [s for _, s in pairs])

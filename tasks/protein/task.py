@@ -5,10 +5,11 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.core import EvalSet, Task
 from bench.provenance import portable_path
 from bench.registry import register_task
 from bench.stats import basic_bootstrap_groups, metric
-from tasks.base import EvalSet
+from tasks.protein import hooks
 from tasks.protein.encoding import blank_batch, decode_sequences
 from tasks.protein.fasta import read_fasta
 from tasks.protein.judge import UniRepJudge
@@ -27,14 +28,17 @@ def judge():
 
 
 @register_task
-class ProteinTask:
+class ProteinTask(Task):
     """Protein: 500 sequences of length 50-100 from all-masked, JSD against 500 held-out references."""
     name = "protein"
     headline = "composition_jsd"
     extra_figures = ("judge_perplexity",)  # `bench report` also draws pareto_protein_judge_perplexity
     weights_dir = Path(__file__).parent / "weights"  # the model's trained helpers (MI estimator, ...)
     temperature = 1.0  # values are sampled from the model's marginals
-    default_strategies = "sequential,topk:k=4,topk:k=12"
+    mi_label_sizes = {"train": 3000, "heldout": 400, "ood": 400}
+    # order policies: 8 sequences per step, steps = 2000 / T, 64 held out; ~80 residues of entropy
+    # ~2.7 nats, so gamma ~ 2.7 * 80 / T reveals ~80 / T residues per pass
+    order_training = {"batch": 8, "step_units": 2000, "n_eval": 64, "init_gamma": {5: 40.0, 10: 20.0, 15: 13.0}}
     options = {"data": "reference FASTA (default: 500 held-out Swiss-Prot cluster representatives)",
                "model": "checkpoint path, or esmc_300m / esmc_600m from a local cache (default: the shipped model)"}
 
@@ -83,6 +87,21 @@ class ProteinTask:
             other = read_fasta(REFERENCE_B).sequences
             self.floor_metrics = summarize_sequences(other, self.load_reference().sequences, None)
         return self.floor_metrics
+
+    def train_model(self, settings, out):
+        hooks.train_model(settings, out)
+
+    def data_builders(self):
+        return {"protein": ("Swiss-Prot training windows (needs: apt-get install metastudent-data mmseqs2)",
+                            hooks.build_windows),
+                "unirep": ("the UniRep judge's weights, and its check on natural sequences", hooks.build_unirep)}
+
+    def mi_contexts(self, model, split, n, generator):
+        from tasks.protein.mi_sources import contexts
+        return contexts(model, split, n, generator)
+
+    def order_examples(self):
+        return hooks.order_examples()
 
 
 def jsd_metric(name, counts, ref_counts, label):

@@ -4,7 +4,7 @@ from pathlib import Path
 import torch
 
 from bench.checkpoints import build_from_payload, file_id, load_payload, save_atomic, with_weights
-from bench.core import ModelOutput
+from bench.core import MaskedModel, ModelOutput
 from tasks.sudoku.model import SudokuMDM, SudokuModelConfig
 
 DEFAULT_WEIGHTS = Path(__file__).parent / "weights" / "sudoku_mdm.pt"
@@ -15,7 +15,7 @@ def save_checkpoint(path, model, meta):
     save_atomic(path, {"config": model.cfg.to_dict(), "state_dict": model.state_dict(), "meta": meta})
 
 
-class SudokuModel:
+class SudokuModel(MaskedModel):
     """The MaskedModel of the Sudoku task: digits 1..9 are the values, token = value + 1."""
     vocab_size = 9
 
@@ -39,6 +39,11 @@ class SudokuModel:
     @property
     def n_params(self):
         return sum(p.numel() for p in self.network.parameters())
+
+    @property
+    def hidden_layer(self):
+        """The layer ``ModelOutput.hidden`` holds (helpers record it)."""
+        return self.network.cfg.hidden_layer
 
 
 def load_sudoku_model(path=DEFAULT_WEIGHTS):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.checkpoints import cache_dir
 from bench.errors import BenchError
 from tasks.sudoku.generate import generate, grid_string
 from tasks.sudoku.solver import breaks_rules
@@ -90,11 +91,6 @@ def write_puzzles(path, puzzles, solutions):
         for puzzle, solution in zip(puzzles, solutions):
             writer.writerow([grid_string(puzzle), grid_string(solution)])
     os.replace(tmp, path)
-
-
-def cache_dir():
-    """Where generated data sets are cached (``UNMASK_BENCH_CACHE`` or ~/.cache/unmask-bench)."""
-    return Path(os.environ.get("UNMASK_BENCH_CACHE", Path.home() / ".cache" / "unmask-bench"))
 
 
 def training_set(size=TRAIN_SIZE, seed=TRAIN_SEED):

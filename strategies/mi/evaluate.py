@@ -10,13 +10,13 @@ import numpy as np
 import torch
 
 from bench.checkpoints import count_params
-from bench.mi_labels import load_labels, sources
-from bench.mi_metrics import estimator_metrics, pair_values
-from bench.mi_train import model_features, predict
 from bench.provenance import provenance
 from bench.results import write_text_atomic
-from strategies.mi_exact import exact_mi, symmetric
-from strategies.mi_net import FILE_NAME, load_estimator
+from strategies.mi.estimator import FILE_NAME, load_estimator
+from strategies.mi.exact import exact_mi, symmetric
+from strategies.mi.labels import load_labels
+from strategies.mi.metrics import estimator_metrics, pair_values
+from strategies.mi.train import model_features, predict
 
 MAP_QUANTILES = (0.25, 0.5, 0.75)   # the fixed states drawn as MI maps: quantiles of the masked count
 SCATTER_PAIRS = 4000
@@ -24,7 +24,7 @@ SCATTER_PAIRS = 4000
 
 def split_report(task, model, network, split):
     """Metrics of one split, plus the tensors the maps and structure figures need."""
-    tokens, masked, mi = load_labels(task.name, model.checkpoint_id, split)
+    tokens, masked, mi = load_labels(task, model.checkpoint_id, split)
     hidden, probs = model_features(model, tokens, masked, "cpu")
     pred = predict(network, hidden, probs, masked, "cpu")
     true = symmetric(mi).clamp_min(0)
@@ -36,7 +36,7 @@ def split_report(task, model, network, split):
 
 
 def peer_shares(true, pred, masked, peers, top=0.01):
-    """Share of Sudoku peers among the top ``top`` share of pairs by exact / predicted MI."""
+    """Share of the task's structural peers (Sudoku: same row, column or box) among the top ``top`` share of pairs by exact / predicted MI."""
     both = masked[:, :, None] & masked[:, None, :] & torch.ones_like(peers).triu(1)
     is_peer = peers.expand_as(true)[both].numpy()
     shares = {"all_pairs": float(is_peer.mean())}
@@ -93,12 +93,13 @@ def evaluate(task, out_dir, device="cpu"):
     network = load_estimator(path, model.checkpoint_id, task.name)
     payload = {"schema_version": "mi-1", "task": task.name, "model_id": model.checkpoint_id,
                "estimator": {"path": f"tasks/{task.name}/weights/{FILE_NAME}", "n_params": count_params(network),
-                             "meta": torch.load(path, weights_only=True)["meta"]}, "splits": {}}
+                             "meta": torch.load(path, weights_only=True)["meta"]},
+               "grid": task.mi_grid(), "splits": {}}
     for split in ("heldout", "ood"):
         metrics, (tokens, masked, true, pred) = split_report(task, model, network, split)
-        peers = getattr(sources(task.name), "peer_matrix", None)
+        peers = task.mi_peers()
         if peers is not None:
-            metrics["peer_share_top1pct"] = peer_shares(true, pred, masked, peers())
+            metrics["peer_share_top1pct"] = peer_shares(true, pred, masked, peers)
         payload["splits"][split] = metrics
         if split == "heldout":
             payload["maps"] = map_states(tokens, masked, true, pred, model)

@@ -14,9 +14,10 @@ from typing import ClassVar
 import torch
 
 from bench.checkpoints import file_id
+from bench.core import Strategy
 from bench.errors import BenchError
 from bench.registry import register_strategy
-from strategies.order_policy import (MODES, call_seed, choose_reveals, file_name, load_policy, position_scalars,
+from strategies.learned.policy import (MODES, call_seed, choose_reveals, file_name, load_policy, position_scalars,
                                      reveal_log_probs, train_command)
 
 
@@ -31,7 +32,7 @@ def check_params(budget, temperature, mode):
 
 @register_strategy
 @dataclass
-class Learned:
+class Learned(Strategy):
     """Reveal by the learned policy P_psi of step budget T: Bernoulli draws (sample) or p >= 0.5 (threshold)."""
     name: ClassVar[str] = "learned"
     T: int = 10
@@ -42,14 +43,17 @@ class Learned:
 
     def __post_init__(self):
         check_params(self.T, self.temperature, self.mode)
-        self.network = None
+        self.network, self.policy_id = None, None
 
     def bind(self, task, model):
         """Load the policy of budget T that belongs to ``model``; a missing or foreign one is an error."""
         path = Path(self.policy) if self.policy else Path(task.weights_dir) / file_name(self.T)
         self.network = load_policy(path, model.checkpoint_id, task.name, self.T)
-        self.helper_ids = {"order_policy": file_id(path)}
+        self.policy_id = file_id(path)
         self.policy_path, self.task_name = path, task.name
+
+    def helper_ids(self):
+        return {"order_policy": self.policy_id}
 
     def select(self, state):
         if self.network is None:

@@ -1,5 +1,5 @@
 """MI-guided unmasking: a small network predicts pairwise MI from the model's hidden states;
-positions that depend on each other are not revealed together (rule: strategies/mi_greedy.py)."""
+positions that depend on each other are not revealed together (rule: strategies/mi/greedy.py)."""
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -7,10 +7,11 @@ from typing import ClassVar
 import torch
 
 from bench.checkpoints import file_id
+from bench.core import Strategy
 from bench.errors import BenchError
 from bench.registry import register_strategy
-from strategies.mi_greedy import greedy_select
-from strategies.mi_net import FILE_NAME, load_estimator
+from strategies.mi.estimator import FILE_NAME, load_estimator
+from strategies.mi.greedy import greedy_select
 
 
 def check_budget(gamma, lam):
@@ -22,7 +23,7 @@ def check_budget(gamma, lam):
 
 @register_strategy
 @dataclass
-class MIGuided:
+class MIGuided(Strategy):
     """Entropy-ordered greedy reveal; cost = entropy + lam * predicted MI with those chosen, budget gamma."""
     name: ClassVar[str] = "mi"
     gamma: float = 0.3
@@ -31,14 +32,17 @@ class MIGuided:
 
     def __post_init__(self):
         check_budget(self.gamma, self.lam)
-        self.network = None
+        self.network, self.estimator_id = None, None
 
     def bind(self, task, model):
         """Load the estimator that belongs to ``model``; a missing or foreign one is an error."""
         path = Path(self.estimator) if self.estimator else Path(task.weights_dir) / FILE_NAME
         self.network = load_estimator(path, model.checkpoint_id, task.name)
-        self.helper_ids = {"mi_estimator": file_id(path)}
+        self.estimator_id = file_id(path)
         self.estimator_path = path
+
+    def helper_ids(self):
+        return {"mi_estimator": self.estimator_id}
 
     def select(self, state):
         if self.network is None:

@@ -1,7 +1,6 @@
-"""Contexts (partly masked inputs) for MI labels: states a decoding run visits, plus random masks.
-
-The task-specific sources (which puzzles or sequences, for which split) live in each task's
-``mi_sources`` module; this module holds what they share.
+"""Contexts (partly masked inputs) for helper networks: states a decoding run visits, plus
+random masks. A task's ``mi_contexts`` hook picks which inputs, for which split; this module holds
+what every task shares.
 """
 import torch
 

@@ -1,10 +1,10 @@
 """`bench train order --task T [KEY=VALUE...]`: learn a generation order by variational inference.
 
 The task's denoiser stays frozen. Two policies over reveal vectors (independent Bernoullis,
-strategies/order_policy.py) are trained together: the generative policy P_psi(r_t | x_t) and
+strategies/learned/policy.py) are trained together: the generative policy P_psi(r_t | x_t) and
 the posterior Q_phi(r_t | x_t, x_0), whose features also hold log p(x0_n | x_t). Orders are
 rolled out from Q, starting at the task's start state (Sudoku: a training puzzle's blanks
-masked; protein: a training sequence fully masked) and revealing x_0's values. With a fixed
+masked; protein: a training sequence fully masked; the task's ``order_examples``) and revealing x_0's values. With a fixed
 step budget T (the T-th pass reveals everything still masked; no step penalty) the ELBO of x_0
 is
 
@@ -12,7 +12,7 @@ is
 
 with the KL analytic per step. phi gets REINFORCE on the whole return with the leave-one-out
 (RLOO) baseline over K orders per example, plus the KL's pathwise gradient; psi gets the KL's
-gradient. Training data only (Sudoku: the 100,000 training pairs; protein: make_split().train);
+gradient. Training data only (the task's ``order_examples``: Sudoku's hard training puzzles, protein's training split);
 ``n_eval`` of them are set aside to measure the ELBO curve and are never trained on.
 """
 import logging
@@ -25,34 +25,31 @@ from tqdm import tqdm
 
 from bench.checkpoints import count_params
 from bench.errors import BenchError
-from strategies.order_policy import (OrderNet, PolicyConfig, bernoulli_kl, bernoulli_log_prob, choose_reveals,
+from bench.registry import register_trainer, set_fields
+from bench.training import setup_log
+from strategies.learned.policy import (OrderNet, PolicyConfig, bernoulli_kl, bernoulli_log_prob, choose_reveals,
                                      file_name, position_scalars, reinforce_loss, reveal_log_probs,
                                      save_policy)
 
 log = logging.getLogger("train.order")
 
-# per task: (training examples per step, STEP_UNITS: steps = STEP_UNITS / T so that every budget
-# gets about the same number of forward passes and training time, held-out examples), sized for
-# about 8 minutes per budget on one CPU thread
-TASK_DEFAULTS = {"sudoku": (16, 2700, 128), "protein": (8, 2000, 64)}
-# the EB-Sampler gamma each budget starts from: about T passes on the task (Sudoku: eb:gamma=1, 0.3,
-# 0.1 take 5.7, 9.6, 13.9 passes on 200 hard training puzzles; protein: ~80 residues of entropy
-# ~2.7 nats, gamma ~ 2.7 * 80 / T reveals ~80 / T per pass)
-INIT_GAMMA = {"sudoku": {5: 1.0, 10: 0.3, 15: 0.1}, "protein": {5: 40.0, 10: 20.0, 15: 13.0}}
+# Per-task defaults come from the task's ``order_training``: batch (training examples per step),
+# step_units (steps = step_units / T, so every budget gets about the same number of forward
+# passes), n_eval (held-out examples) and init_gamma ({T: the EB-Sampler gamma that takes about T
+# passes on the task}).
 
 
 @dataclass
 class OrderTrainConfig:
     T: int = 10                   # step budget: the T-th pass reveals everything still masked
-    steps: int = 0                # optimiser steps (0: the task's STEP_UNITS / T, see TASK_DEFAULTS)
+    steps: int = 0                # optimiser steps (0: the task's order_training step_units / T)
     batch_size: int = 0           # training examples per step, each rolled out K times (0: task default)
     K: int = 4                    # orders per example (RLOO baseline over the other K - 1)
     lr: float = 3e-3              # peak learning rate (20 warm-up steps, cosine decay to 10%)
     temperature: float = 1.0      # of the reveal probabilities; the networks learn their own scale
     kl_eps: float = 1e-3          # probabilities are clamped to [eps, 1 - eps] inside the KL
     d_inner: int = 64             # width of both policy MLPs
-    init_gamma: float = 0.0       # both policies start as EB-Sampler with this gamma (0: INIT_GAMMA[task][T])
-    hard_only: bool = True        # Sudoku: only training puzzles rated hard like the test set (is_hard)
+    init_gamma: float = 0.0       # both policies start as EB-Sampler with this gamma (0: the task's order_training init_gamma[T])
     log_every: int = 10           # optimiser steps per point of the training curve
     n_eval: int = 0               # training examples set aside for the ELBO measurements (0: task default)
     eval_every: int = 0           # steps between ELBO measurements (0: five per run)
@@ -60,17 +57,19 @@ class OrderTrainConfig:
     threads: int = 1              # torch CPU threads (one: training shares the machine)
 
 
-def resolve(cfg, task_name):
-    """Fill the task defaults into ``cfg`` and check it; returns cfg."""
-    batch, units, n_eval = TASK_DEFAULTS[task_name]
-    cfg.batch_size = cfg.batch_size or batch
-    cfg.steps = cfg.steps or max(1, round(units / cfg.T))
-    cfg.n_eval = cfg.n_eval or n_eval
+def resolve(cfg, task):
+    """Fill the task's defaults (its ``order_training``) into ``cfg`` and check it; returns cfg."""
+    defaults = task.order_training
+    if not defaults:
+        raise BenchError(f"task {task.name} has no order_training defaults; it cannot train a learned order")
+    cfg.batch_size = cfg.batch_size or defaults["batch"]
+    cfg.steps = cfg.steps or max(1, round(defaults["step_units"] / cfg.T))
+    cfg.n_eval = cfg.n_eval or defaults["n_eval"]
     cfg.eval_every = cfg.eval_every or max(1, cfg.steps // 5)
-    cfg.init_gamma = cfg.init_gamma or INIT_GAMMA[task_name].get(cfg.T, 0.0)
+    cfg.init_gamma = cfg.init_gamma or defaults["init_gamma"].get(cfg.T, 0.0)
     if cfg.init_gamma <= 0:
-        raise BenchError(f"no default init_gamma for T={cfg.T} on {task_name} (defaults for T in "
-                         f"{', '.join(map(str, INIT_GAMMA[task_name]))}); give init_gamma=G > 0")
+        raise BenchError(f"no default init_gamma for T={cfg.T} on {task.name} (defaults for T in "
+                         f"{', '.join(map(str, defaults['init_gamma']))}); give init_gamma=G > 0")
     if cfg.T < 2:
         raise BenchError(f"T must be at least 2 (T=1 reveals everything at once and has nothing to learn), got {cfg.T}")
     if cfg.K < 2:
@@ -78,29 +77,6 @@ def resolve(cfg, task_name):
     if not (cfg.temperature > 0 and 0 < cfg.kl_eps < 0.5):
         raise BenchError(f"need temperature > 0 and 0 < kl_eps < 0.5, got {cfg.temperature}, {cfg.kl_eps}")
     return cfg
-
-
-def sudoku_examples(cfg):
-    """(x0 [n, 81], start tokens [n, 81], start masked [n, 81]) of the Sudoku training pairs
-    (with ``cfg.hard_only`` those rated hard like the test set)."""
-    from tasks.sudoku.data import training_set
-    from tasks.sudoku.generate import is_hard
-    pairs = training_set()
-    keep = [i for i, p in enumerate(pairs.puzzles) if is_hard(p)] if cfg.hard_only else slice(None)
-    puzzles = torch.as_tensor(pairs.puzzles[keep], dtype=torch.long)
-    return torch.as_tensor(pairs.solutions[keep], dtype=torch.long), puzzles, puzzles == 0
-
-
-def protein_examples(cfg):
-    """(x0, start tokens, start masked) of the protein training sequences, fully masked at the start."""
-    from tasks.protein.encoding import encode
-    from tasks.protein.model import PAD_ID
-    from tasks.protein.split import make_split
-    tokens, residue = encode([sequence for _, sequence in make_split().train])
-    return tokens, tokens.masked_fill(residue, PAD_ID), residue
-
-
-EXAMPLES = {"sudoku": sudoku_examples, "protein": protein_examples}
 
 
 def value_index(model, x0):
@@ -288,18 +264,18 @@ def train_order(task, cfg, out=None):
     """Train and save the order policy of ``task``'s model at budget ``cfg.T``.
 
     Args:
-        task: a task with ``load_model``, ``name`` and ``weights_dir`` (sudoku or protein).
+        task: a task with ``order_examples`` and ``order_training``.
         cfg: an OrderTrainConfig; task defaults fill its zero fields.
         out: where to write the weights (default: the task's order_policy_T{T}.pt).
 
     Returns:
         The path of the saved policy.
     """
-    cfg = resolve(cfg, task.name)
+    cfg = resolve(cfg, task)
     torch.manual_seed(cfg.seed)
     generator = torch.Generator().manual_seed(cfg.seed)
     model = task.load_model()
-    x0, start, start_masked = EXAMPLES[task.name](cfg)
+    x0, start, start_masked = task.order_examples()
     keep = start_masked.any(1)
     data = [x0[keep], start[keep], start_masked[keep], value_index(model, x0)[keep]]
     held_out = [part[-cfg.n_eval:] for part in data]
@@ -321,15 +297,10 @@ def train_order(task, cfg, out=None):
     return path
 
 
-def train_order_cli(task_name, settings, out):
+@register_trainer("order", "the learned order policy of --task's model at budget T (T=5, 10, 15)")
+def train_order_command(task, settings, out):
     """`bench train order --task T KEY=VALUE...`."""
-    from bench.registry import TASKS, _load_all, lookup
-    from bench.training import override, setup_log
-    _load_all()
-    if task_name not in EXAMPLES:
-        raise BenchError(f"bench train order needs --task; choose from: {', '.join(sorted(EXAMPLES))}")
-    task = lookup("task", task_name, TASKS)()
-    cfg = resolve(override(OrderTrainConfig(), settings), task.name)
+    cfg = resolve(set_fields(OrderTrainConfig(), settings, "order training"), task)
     torch.set_num_threads(cfg.threads)
     path = out or task.weights_dir / file_name(cfg.T)
     setup_log(str(path).replace(".pt", ".log"))

@@ -13,10 +13,10 @@ import torch
 from tqdm import tqdm
 
 from bench.checkpoints import count_params
-from bench.mi_labels import load_labels
-from bench.mi_metrics import estimator_metrics, pair_values
-from strategies.mi_exact import symmetric
-from strategies.mi_net import FILE_NAME, EstimatorConfig, MIEstimator, save_estimator, transform
+from strategies.mi.estimator import FILE_NAME, EstimatorConfig, MIEstimator, save_estimator, transform
+from strategies.mi.exact import symmetric
+from strategies.mi.labels import load_labels
+from strategies.mi.metrics import estimator_metrics, pair_values
 
 log = logging.getLogger("train.mi")
 
@@ -92,7 +92,7 @@ def train_estimator(task, settings_cfg, out=None):
     cfg = settings_cfg
     torch.manual_seed(cfg.seed)
     model = task.load_model()
-    tokens, masked, mi = load_labels(task.name, model.checkpoint_id, "train", cfg.n_train or None)
+    tokens, masked, mi = load_labels(task, model.checkpoint_id, "train", cfg.n_train or None)
     start = time.perf_counter()
     hidden, probs = model_features(model, tokens, masked, cfg.device)
     target = symmetric(mi).clamp_min(0)
@@ -104,7 +104,7 @@ def train_estimator(task, settings_cfg, out=None):
     network.load_state_dict(state)
     meta = {"train_config": asdict(cfg), "history": history, "train_contexts": len(data[0]),
             "val_contexts": n_val, "seconds": round(time.perf_counter() - start, 1),
-            "hidden_layer": hidden_layer(model), "n_params": count_params(network),
+            "hidden_layer": model.hidden_layer, "n_params": count_params(network),
             "command": f"python -m bench train mi --task {task.name}"}
     path = out or task.weights_dir / FILE_NAME
     save_estimator(path, network.cpu(), model.checkpoint_id, meta)
@@ -112,9 +112,3 @@ def train_estimator(task, settings_cfg, out=None):
              max(h["val_pearson"] for h in history), meta["seconds"])
     return path
 
-
-def hidden_layer(model):
-    """The layer the estimator reads, as the model wrapper reports it."""
-    if hasattr(model, "hidden_layer"):
-        return model.hidden_layer
-    return model.network.cfg.hidden_layer

@@ -1,11 +1,14 @@
 """MI figures for `bench report`, drawn from ``<results>/mi/<task>.mi.json`` only (made by
 `bench mi eval`): exact and predicted MI maps of a few fixed states, predicted-vs-exact scatter
-with the calibration bins, and a Markdown table of the estimator's numbers."""
+with the calibration bins, and a Markdown table of the estimator's numbers. Imports no model
+code: `bench report` loads this module alone (``load_plugins("figures")``)."""
 import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
+
+from bench.registry import register_report
 
 FLOOR = 1e-4  # nats; smaller values are drawn at this floor on log axes
 
@@ -26,8 +29,9 @@ def shown_positions(state):
     return slice(0, last + 1)
 
 
-def draw_sudoku_grid(ax, n):
-    for k in range(9, n, 9):
+def draw_grid(ax, n, side):
+    """Lines between the rows of a ``side`` x ``side`` board laid out as positions (Sudoku: 9)."""
+    for k in range(side, n, side):
         ax.axhline(k - 0.5, color="white", lw=0.3)
         ax.axvline(k - 0.5, color="white", lw=0.3)
 
@@ -44,8 +48,8 @@ def draw_maps(payload, out_dir):
             image = ax.imshow(matrix, cmap="magma", vmin=0, vmax=top, interpolation="nearest")
             ax.set_title(f"{name}, {state['n_masked']} masked", fontsize=8)
             ax.tick_params(labelsize=6)
-            if payload["task"] == "sudoku":
-                draw_sudoku_grid(ax, matrix.shape[0])
+            if payload.get("grid"):
+                draw_grid(ax, matrix.shape[0], payload["grid"])
         fig.colorbar(image, ax=list(row), shrink=0.8, label="MI (nats)")
     fig.suptitle(f"{payload['task']}: pairwise MI of held-out states (position x position)", fontsize=10)
     return save(fig, out_dir, f"mi_maps_{payload['task']}")
@@ -94,11 +98,13 @@ def mi_table(payload):
     return "\n".join(lines) + "\n"
 
 
-def report_mi(results_dir, out_dir):
-    """Draw every task's MI figures; returns the written paths."""
+@register_report("mi")
+def report_mi(results_dir, out_dir, figures=True):
+    """Every task's MI table (and with ``figures`` its maps and scatter); returns the written paths."""
     paths = []
     for payload in read_mi_results(results_dir):
-        paths += draw_maps(payload, out_dir) + draw_scatter(payload, out_dir)
+        if figures:
+            paths += draw_maps(payload, out_dir) + draw_scatter(payload, out_dir)
         table = Path(out_dir) / f"mi_{payload['task']}.md"
         table.write_text(mi_table(payload))
         paths.append(table)

@@ -10,26 +10,21 @@ probed: their rows of the directed MI are exact, every other masked row is NaN, 
 symmetric label exists for pairs of probed positions only. This cuts the cost from
 n_masked * V to probe * V passes per context, which makes label sets feasible on a CPU.
 """
-import importlib
 import json
 import time
 
 import torch
 from tqdm import tqdm
 
-from bench.checkpoints import save_atomic
+from bench.checkpoints import cache_dir, save_atomic
 from bench.errors import BenchError
-from strategies.mi_exact import exact_mi
+from strategies.mi.exact import exact_mi
 
 CHUNK = 32
 SPLITS = ("train", "heldout", "ood")
-DEFAULT_SIZES = {"sudoku": {"train": 8000, "heldout": 500, "ood": 500},
-                 "protein": {"train": 3000, "heldout": 400, "ood": 400}}
-DEFAULT_PROBE = {"sudoku": 0, "protein": 0}   # probed positions per context (0 = every masked one)
 
 
 def label_dir(task_name, model_id, split, n, seed, probe=0):
-    from tasks.sudoku.data import cache_dir
     suffix = f"-probe{probe}" if probe else ""
     return cache_dir() / "mi" / f"{task_name}-{model_id}-{split}-n{n}-seed{seed}{suffix}"
 
@@ -51,17 +46,20 @@ def probed_mi(model, tokens, masked, probe, generator):
     return mi
 
 
-def sources(task_name):
-    return importlib.import_module(f"tasks.{task_name}.mi_sources")
+def default_size(task, split):
+    """The task's size of a label set of ``split`` (its ``mi_label_sizes``); one-line error without."""
+    if split not in task.mi_label_sizes:
+        raise BenchError(f"task {task.name} names no MI label set size for split {split!r} (its mi_label_sizes); give --n")
+    return task.mi_label_sizes[split]
 
 
-def make_contexts(folder, task_name, model, split, n, seed):
+def make_contexts(folder, task, model, split, n, seed):
     """Make (or reuse) the contexts of a label set."""
     path = folder / "contexts.pt"
     if path.exists():
         return torch.load(path, weights_only=True)
     generator = torch.Generator().manual_seed(seed * 1000 + SPLITS.index(split))
-    tokens, masked = sources(task_name).contexts(model, split, n, generator)
+    tokens, masked = task.mi_contexts(model, split, n, generator)
     payload = {"tokens": tokens, "masked": masked}
     save_atomic(path, payload)
     return payload
@@ -71,12 +69,12 @@ def make_labels(task, model, split, n=None, seed=0, device="cpu", probe=None):
     """Build the label set (resuming) and return its folder."""
     if split not in SPLITS:
         raise BenchError(f"unknown MI split {split!r}; choose from: {', '.join(SPLITS)}")
-    n = n or DEFAULT_SIZES[task.name][split]
-    probe = DEFAULT_PROBE[task.name] if probe is None else probe
+    n = n or default_size(task, split)
+    probe = task.mi_probe if probe is None else probe
     folder = label_dir(task.name, model.checkpoint_id, split, n, seed, probe)
     folder.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    ctx = make_contexts(folder, task.name, model, split, n, seed)
+    ctx = make_contexts(folder, task, model, split, n, seed)
     if len(ctx["tokens"]) != n:
         raise BenchError(f"{task.name} {split} gave {len(ctx['tokens'])} contexts, not {n}; remove {folder}")
     model.to(device)
@@ -95,15 +93,15 @@ def make_labels(task, model, split, n=None, seed=0, device="cpu", probe=None):
     return folder
 
 
-def load_labels(task_name, model_id, split, n=None, seed=0, probe=None):
+def load_labels(task, model_id, split, n=None, seed=0, probe=None):
     """(tokens [C, N], masked [C, N], directed mi [C, N, N] float32) of a finished label set;
     rows that were not probed are NaN."""
-    n = n or DEFAULT_SIZES[task_name][split]
-    probe = DEFAULT_PROBE[task_name] if probe is None else probe
-    folder = label_dir(task_name, model_id, split, n, seed, probe)
+    n = n or default_size(task, split)
+    probe = task.mi_probe if probe is None else probe
+    folder = label_dir(task.name, model_id, split, n, seed, probe)
     if not (folder / "meta.json").exists():
         raise BenchError(f"MI label set {folder} is missing or unfinished; make it with: "
-                         f"python -m bench mi labels --task {task_name} --split {split}")
+                         f"python -m bench mi labels --task {task.name} --split {split}")
     ctx = torch.load(folder / "contexts.pt", weights_only=True)
     chunks = sorted(folder.glob("chunk_*.pt"))
     mi = torch.cat([torch.load(c, weights_only=True)["mi"] for c in chunks]).float()

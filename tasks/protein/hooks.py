@@ -1,0 +1,46 @@
+"""The protein task's commands: training its model, building its data and judge, order-training examples."""
+import logging
+from pathlib import Path
+
+from bench.training import setup_log, split_settings
+
+
+def train_model(settings, out):
+    """`bench train protein KEY=VALUE...`: settings go to the model or the training config by name."""
+    from tasks.protein.model import DEFAULT_WEIGHTS
+    from tasks.protein.train import ProteinModelConfig, ProteinTrainConfig, train
+    model_cfg, train_cfg = split_settings(settings, ProteinModelConfig, ProteinTrainConfig, "protein training")
+    out = Path(out or DEFAULT_WEIGHTS)
+    setup_log(out.with_suffix(".log"))
+    logging.getLogger("train.protein").info("model %s train %s", model_cfg, train_cfg)
+    train(model_cfg, train_cfg, out)
+    print(f"saved {out} (log: {out.with_suffix('.log')})")
+
+
+def build_unirep(args):
+    """`bench data unirep`: fetch the judge's weights and print its check on natural sequences."""
+    from tasks.protein.fasta import read_fasta
+    from tasks.protein.judge import fetch_weights, natural_sequence_check
+    from tasks.protein.split import REFERENCE_A
+    print(f"UniRep judge weights: {fetch_weights()}")
+    check = natural_sequence_check(read_fasta(REFERENCE_A).sequences)
+    print("judge check on reference A: perplexity {natural:.2f} natural, {shuffled:.2f} shuffled, "
+          "{composition_only:.2f} composition-only; natural beats shuffled for "
+          "{natural_beats_shuffled:.0%} of sequences".format(**check))
+
+
+def build_windows(args):
+    """`bench data protein`: the cached Swiss-Prot windows (needs metastudent-data and mmseqs2)."""
+    from tasks.protein.bigdata import build_full_set
+    path, counts = build_full_set()
+    print(f"protein training windows: {counts['windows']} from {counts['distinct']} distinct Swiss-Prot "
+          f"sequences, {counts['dropped_relatives']} dropped as relatives of held-out sequences -> {path}")
+
+
+def order_examples():
+    """(x0, start tokens, start masked) of the protein training sequences, fully masked at the start."""
+    from tasks.protein.encoding import encode
+    from tasks.protein.model import PAD_ID
+    from tasks.protein.split import make_split
+    tokens, residue = encode([sequence for _, sequence in make_split().train])
+    return tokens, tokens.masked_fill(residue, PAD_ID), residue

@@ -1,0 +1,39 @@
+"""The Sudoku task's commands: training its model, building its data, order-training examples."""
+import logging
+from pathlib import Path
+
+import torch
+
+from bench.training import setup_log, split_settings
+
+
+def train_model(settings, out):
+    """`bench train sudoku KEY=VALUE...`: settings go to the model or the training config by name."""
+    from tasks.sudoku.checkpoint import DEFAULT_WEIGHTS
+    from tasks.sudoku.model import SudokuModelConfig
+    from tasks.sudoku.train import TrainConfig, train
+    model_cfg, train_cfg = split_settings(settings, SudokuModelConfig, TrainConfig, "sudoku training")
+    out = Path(out or DEFAULT_WEIGHTS)
+    setup_log(out.with_suffix(".log"))
+    logging.getLogger("train.sudoku").info("model %s train %s", model_cfg, train_cfg)
+    train(model_cfg, train_cfg, out)
+    print(f"saved {out} (log: {out.with_suffix('.log')})")
+
+
+def build_data(args):
+    """`bench data sudoku [--test-set]`: the cached training set, and the committed test CSV."""
+    from tasks.sudoku.data import make_test_set, training_set
+    train = training_set()
+    print(f"training set: {len(train.puzzles)} pairs ({train.source})")
+    if args.test_set:
+        print(f"test set: {make_test_set()}")
+
+
+def order_examples():
+    """(x0, start tokens, start masked) of the training puzzles rated hard like the test set."""
+    from tasks.sudoku.data import training_set
+    from tasks.sudoku.generate import is_hard
+    pairs = training_set()
+    keep = [i for i, p in enumerate(pairs.puzzles) if is_hard(p)]
+    puzzles = torch.as_tensor(pairs.puzzles[keep], dtype=torch.long)
+    return torch.as_tensor(pairs.solutions[keep], dtype=torch.long), puzzles, puzzles == 0
