@@ -111,8 +111,11 @@ def finished(result):
 
 
 def identity(result):
-    """What pairs two runs: task and the fully resolved strategy spec."""
-    return result["task"], result["config"]["strategy_spec"]
+    """What pairs two runs: task and the fully resolved strategy spec. Parameters left empty are
+    dropped (results before schema 1 wrote them: 'mi:gamma=0.3,lam=1.0,estimator=')."""
+    name, _, params = result["config"]["strategy_spec"].partition(":")
+    kept = [pair for pair in params.split(",") if pair and not pair.endswith("=")]
+    return result["task"], f"{name}:{','.join(kept)}" if kept else name
 
 
 def settings(result):

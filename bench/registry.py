@@ -142,7 +142,10 @@ def cast_value(type_name, text):
         if text.lower() not in BOOLEANS:
             raise ValueError(f"{text!r} is not a bool (true or false)")
         return BOOLEANS[text.lower()]
-    value = {"int": int, "float": float}.get(type_name, str)(text)
+    try:
+        value = {"int": int, "float": float}.get(type_name, str)(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a {type_name}") from None
     if type_name == "float" and not math.isfinite(value):
         raise ValueError(f"{text!r} is not a finite float")
     return value
@@ -157,7 +160,7 @@ def set_fields(config, pairs, what):
         if not eq:
             raise BenchError(f"{what}: {pair!r} needs the form key=value")
         if key not in by_name:
-            raise BenchError(f"unknown {what} setting {key!r}{closest(key, by_name)}; allowed: {', '.join(by_name)}")
+            raise BenchError(f"unknown setting {key!r} for {what}{closest(key, by_name)}; allowed: {', '.join(by_name)}")
         type_name = getattr(by_name[key].type, "__name__", str(by_name[key].type))
         try:
             setattr(config, key, cast_value(type_name, text))

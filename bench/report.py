@@ -240,7 +240,7 @@ def write_all_tables(results_dir, out_dir):
     return paths + [p for section in plugin_sections(results_dir, out_dir, figures=False).values() for p in section]
 
 
-def report(results_dir, out_dir, docs_root="."):
+def report(results_dir, out_dir, docs_root=None):
     """Figures (both sizes) and tables per task from the result files under ``results_dir``; then
     the report tables quoted in the .md files under ``docs_root`` are rewritten."""
     groups = task_groups(results_dir)

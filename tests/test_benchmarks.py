@@ -9,7 +9,7 @@ import torch
 
 from bench.core import StepState
 from bench.registry import parse_strategy
-from strategies.mi_net import FILE_NAME, load_estimator
+from strategies.mi.estimator import FILE_NAME, load_estimator
 from tasks.sudoku.checkpoint import load_sudoku_model
 from tasks.sudoku.task import SudokuTask
 

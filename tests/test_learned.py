@@ -8,13 +8,14 @@ import torch
 from bench.core import ModelOutput, StepState
 from bench.decode import decode
 from bench.errors import BenchError
-from bench.order_train import OrderTrainConfig, Roller, make_networks, resolve, train_step
 from bench.registry import parse_strategy
 from strategies.eb import EBSampler
-from strategies.learned import Learned
-from strategies.order_policy import (PolicyConfig, OrderNet, bernoulli_kl, bernoulli_log_prob, call_seed,
-                                     choose_reveals, eb_cost, load_policy, position_scalars, reinforce_loss,
-                                     reveal_log_probs, rloo_advantages, save_policy)
+from strategies.learned.policy import (PolicyConfig, OrderNet, bernoulli_kl, bernoulli_log_prob, call_seed,
+                                       choose_reveals, eb_cost, load_policy, position_scalars, reinforce_loss,
+                                       reveal_log_probs, rloo_advantages, save_policy)
+from strategies.learned.strategy import Learned
+from strategies.learned.train import OrderTrainConfig, Roller, make_networks, resolve, train_step
+from tasks.sudoku.task import SudokuTask
 
 
 def random_case(generator, batch=64, n=12):
@@ -206,16 +207,16 @@ def test_bad_parameters_are_one_line_errors():
     with pytest.raises(BenchError, match="mode='greedy' is not allowed"):
         parse_strategy("learned:mode=greedy")
     with pytest.raises(BenchError, match="K must be at least 2"):
-        resolve(OrderTrainConfig(T=5, K=1), "sudoku")
+        resolve(OrderTrainConfig(T=5, K=1), SudokuTask())
     with pytest.raises(BenchError, match="no default init_gamma for T=7"):
-        resolve(OrderTrainConfig(T=7), "sudoku")
+        resolve(OrderTrainConfig(T=7), SudokuTask())
 
 
 def test_decoding_stays_within_the_budget_and_is_reproducible(tmp_path):
     torch.manual_seed(0)
     network = OrderNet(PolicyConfig(d_hidden=8, init_gamma=0.01))   # few positions per pass before the last
     strategy = bound_strategy(network, tmp_path, 3, mode="sample")
-    assert set(strategy.helper_ids) == {"order_policy"}
+    assert set(strategy.helper_ids()) == {"order_policy"}
     tokens, masked = torch.zeros(4, 9, dtype=torch.long), torch.ones(4, 9, dtype=torch.bool)
     first = decode(FixedModel(), tokens, masked, strategy)
     again = decode(FixedModel(), tokens, masked, strategy)
@@ -235,7 +236,7 @@ class SharpeningModel(FixedModel):
 
 def toy_roller(budget, model=None):
     torch.manual_seed(0)
-    cfg = resolve(OrderTrainConfig(T=budget, init_gamma=0.5, K=3, batch_size=2), "sudoku")
+    cfg = resolve(OrderTrainConfig(T=budget, init_gamma=0.5, K=3, batch_size=2), SudokuTask())
     prior, posterior = make_networks(8, cfg)
     return Roller(model or FixedModel(), prior, posterior, cfg, torch.Generator().manual_seed(7)), cfg
 

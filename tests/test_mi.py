@@ -7,11 +7,11 @@ import torch
 from bench.core import ModelOutput, StepState
 from bench.decode import decode
 from bench.errors import BenchError
-from strategies.mi import MIGuided
-from strategies.mi_exact import exact_mi, symmetric
-from strategies.mi_greedy import greedy_select
-from strategies.mi_net import EstimatorConfig, MIEstimator, load_estimator, save_estimator
-from strategies.mi_oracle import MIOracle
+from strategies.mi.guided import MIGuided
+from strategies.mi.exact import exact_mi, symmetric
+from strategies.mi.greedy import greedy_select
+from strategies.mi.estimator import EstimatorConfig, MIEstimator, load_estimator, save_estimator
+from strategies.mi.oracle import MIOracle
 
 
 class JointModel:
@@ -156,7 +156,7 @@ def test_mi_strategy_decodes_with_a_bound_estimator_and_stops_on_nan(tmp_path):
     save_estimator(tmp_path / "mi_estimator.pt", network, model.checkpoint_id, {})
     strategy = MIGuided(gamma=0.5)
     strategy.bind(Bound(tmp_path), model)
-    assert set(strategy.helper_ids) == {"mi_estimator"}
+    assert set(strategy.helper_ids()) == {"mi_estimator"}
     tokens, masked = all_masked(4)
     result = decode(model, tokens, masked, strategy)
     assert (result.passes >= 1).all() and (result.passes <= 3).all()
@@ -175,10 +175,10 @@ def test_oracle_keeps_a_copied_pair_apart_and_counts_probing_passes():
     pick = oracle.select(state)
     # entropy order: X2 (H 0.61) then X0, X1 (ln 2 each); X0 and X1 share ln 2 nats, so only one goes
     assert pick.tolist() == [[True, False, True]] * 2
-    assert oracle.probe_passes.tolist() == [4, 4]  # two probed positions x 2 values per row
+    assert state.aux_passes.tolist() == [4, 4]  # two probed positions x 2 values per row
     result = decode(model, tokens, masked, oracle)
     assert result.passes.tolist() == [2, 2]
-    assert result.probe_passes.tolist() == [4, 4]  # the second pass has one position left: no probing
+    assert result.aux_passes.tolist() == [4, 4]  # the second pass has one position left: no probing
 
 
 def mi_payload(task="sudoku", n=18):
@@ -198,7 +198,7 @@ def mi_payload(task="sudoku", n=18):
 def test_report_draws_mi_maps_scatter_and_table_from_files_only(tmp_path):
     import json
 
-    from bench.mi_report import report_mi
+    from strategies.mi.figures import report_mi
     (tmp_path / "results" / "mi").mkdir(parents=True)
     (tmp_path / "results" / "mi" / "sudoku.mi.json").write_text(json.dumps(mi_payload()))
     (tmp_path / "results" / "mi" / "other.mi.json").write_text(json.dumps({"schema_version": 1}))
@@ -213,9 +213,9 @@ def test_report_draws_mi_maps_scatter_and_table_from_files_only(tmp_path):
 
 
 def test_probed_labels_keep_exact_rows_and_mark_the_rest_unlabelled():
-    from bench.mi_labels import probed_mi
-    from bench.mi_metrics import pair_values
-    from bench.mi_train import pair_loss
+    from strategies.mi.labels import probed_mi
+    from strategies.mi.metrics import pair_values
+    from strategies.mi.train import pair_loss
     tokens, masked = all_masked(batch=4)
     full = exact_mi(JointModel(), tokens, masked)
     model = JointModel()

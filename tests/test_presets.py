@@ -5,7 +5,7 @@ import pytest
 
 from bench.errors import BenchError
 from bench.presets import PRESETS, SWEEPS, plan, unswept
-from bench.registry import STRATEGIES, TASKS, _load_all, parse_strategy
+from bench.registry import STRATEGIES, TASKS, load_plugins, parse_strategy
 from bench.runner import result_paths, run_config
 from conftest import ROOT, run_cli
 
@@ -42,7 +42,7 @@ def test_bad_presets_and_overrides_are_one_line_errors(kwargs, message):
 
 
 def test_every_preset_spec_parses_and_every_task_has_a_sweep():
-    _load_all()
+    load_plugins()
     assert set(SWEEPS) == set(TASKS)
     for preset in PRESETS.values():
         for specs in preset.strategies.values():

@@ -99,16 +99,17 @@ def test_each_line_has_its_strategy_colour_and_overlapping_labels_are_dropped():
     plt.close(fig)
 
 
-def test_a_tasks_extra_metric_gets_its_own_pareto_figure(tmp_path):
+def test_an_extra_metric_the_result_files_name_gets_its_own_pareto_figure(tmp_path):
     results, out = tmp_path / "results", tmp_path / "reports"
     results.mkdir()
     for i, r in enumerate(RUNS[:3]):
         judge = {"name": "judge_perplexity", "label": "UniRep judge perplexity", "value": 16.0 + i,
                  "ci_low": 15.9 + i, "ci_high": 16.1 + i, "higher_is_better": False, "n": 100}
-        protein = dict(r, task="protein", headline="composition_jsd",
+        protein = dict(r, task="protein", headline="composition_jsd", extra_figures=["judge_perplexity"],
                        metrics=[dict(m, name="composition_jsd") if m["name"] == "exact_accuracy" else m
                                 for m in r["metrics"]] + [judge])
         (results / f"run{i}.json").write_text(json.dumps(protein))
     report(results, out)
     assert (out / "pareto_protein.png").exists() and (out / "pareto_protein_judge_perplexity.pdf").exists()
     assert (out / "pareto_protein_judge_perplexity_1col.png").exists()
+    assert not (out / "pareto_protein_longest_run.png").exists()

@@ -131,7 +131,7 @@ def test_malformed_puzzle_rows_are_reported_and_the_rest_runs(tmp_path, model_co
 @pytest.mark.parametrize("args,message", [
     (["run", "--tasks", "sudok"], "did you mean 'sudoku'"),
     (["run", "--strategies", "topk:q=1"], "unknown parameter 'q'"),
-    (["train", "sudoku", "stepz=3"], "unknown training setting"),
+    (["train", "sudoku", "stepz=3"], "unknown setting 'stepz' for sudoku training"),
 ])
 def test_cli_errors_are_one_line(args, message):
     proc = run_cli(*args)
