@@ -9,14 +9,14 @@ import argparse
 import sys
 
 from bench.errors import BenchError
-from bench.presets import PRESETS, unswept
+from bench.presets import DEFAULT_TASK, PRESETS, unswept
 from bench.registry import COMMANDS, STRATEGIES, TASKS, TRAINERS, load_plugins, param_help
 
 
 def add_run(sub):
     run = sub.add_parser("run", help="run strategies on tasks and write result files")
     run.add_argument("--preset", help="ci, default or paper (bench/presets.py); the flags below override it")
-    run.add_argument("--tasks", help="comma-separated task names (default: the preset's; without --preset: sudoku)")
+    run.add_argument("--tasks", help=f"comma-separated task names (default: the preset's; without --preset: {DEFAULT_TASK})")
     run.add_argument("--strategies", help="comma-separated specs, e.g. sequential,topk:k=7,order=margin "
                                           "(default: the preset's sweep per task)")
     run.add_argument("--seed", type=int, help="seed of every sampled choice (default: the preset's, 0)")

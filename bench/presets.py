@@ -28,6 +28,9 @@ SWEEPS = {
 }
 
 
+DEFAULT_TASK = "sudoku"   # what `bench run` without --preset or --tasks runs
+
+
 @dataclass(frozen=True)
 class Preset:
     """Tasks with their strategy specs and input limits, and the seeds to run.
@@ -88,7 +91,7 @@ def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None):
         A list of TaskPlan, in the order the tasks were named.
     """
     preset = get_preset(preset_name or "default")
-    names = split_specs(tasks) if tasks else (list(preset.strategies) if preset_name else ["sudoku"])
+    names = split_specs(tasks) if tasks else (list(preset.strategies) if preset_name else [DEFAULT_TASK])
     if limit is not None and limit < 1:
         raise BenchError(f"--limit must be at least 1, got {limit}")
     plans = []

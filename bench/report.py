@@ -16,7 +16,7 @@ from bench.errors import BenchError  # noqa: E402
 from bench.registry import REPORTS, load_plugins  # noqa: E402
 from bench.results import find_results  # noqa: E402
 from bench.sweeps import point_label, reference_run, speedup_rows, sweep_lines  # noqa: E402
-from bench.table import csv_text, latex, markdown, metric_of, numeric_rows, summary_rows  # noqa: E402
+from bench.table import csv_text, headline_rows, latex, markdown, metric_of, numeric_rows, summary_rows  # noqa: E402
 
 plt.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42})  # TrueType fonts embedded in PDF/PS
 
@@ -190,8 +190,10 @@ def draw_pareto(results, task, out_dir, layout=LAYOUTS[0], metric=None):
 
 
 def write_tables(results, task, out_dir):
-    """table_<task> and speedup_<task> as .md, .csv and .tex; returns the paths."""
-    tables = {f"table_{task}": (summary_rows(results), numeric_rows(results))}
+    """table_<task>, headline_<task> (passes and the headline only) and speedup_<task> as .md,
+    .csv and .tex; returns the paths."""
+    tables = {f"table_{task}": (summary_rows(results), numeric_rows(results)),
+              f"headline_{task}": (headline_rows(results), headline_rows(results))}
     if reference_run(results) is not None:
         tables[f"speedup_{task}"] = (speedup_rows(results), speedup_rows(results, numeric=True))
     paths = []
