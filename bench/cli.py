@@ -147,9 +147,8 @@ def parse(argv=None):
 
 
 def main(argv=None):
-    args = parse(argv)
     try:
-        return dispatch(args)
+        return dispatch(parse(argv))
     except BenchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -3,12 +3,14 @@
 Plugins register themselves when imported: a strategy class with ``@register_strategy``, a task
 class with ``@register_task``, a subcommand with ``register_command`` and a `bench train`
 target with ``register_trainer``. ``load_plugins`` imports every module of the plugin packages
-(``PLUGIN_PACKAGES``), so a new strategy is one file in strategies/ and a new task one folder
-in tasks/; bench never imports them by name.
+(``PLUGIN_PACKAGES``, plus any named in the environment variable ``UNMASK_BENCH_PLUGINS``,
+comma-separated), so a new strategy is one file in strategies/ and a new task one folder in
+tasks/; bench never imports them by name.
 """
 import difflib
 import importlib
 import math
+import os
 import pkgutil
 from dataclasses import MISSING, dataclass, fields
 
@@ -79,11 +81,21 @@ def register_report(name):
 def load_plugins(only=None):
     """Import every module of the plugin packages (each registers what it defines), or with
     ``only`` just the modules of that name (package ``__init__`` files stay light); idempotent."""
-    for package_name in PLUGIN_PACKAGES:
-        package = importlib.import_module(package_name)
-        for module in pkgutil.walk_packages(package.__path__, package_name + "."):
+    extra = [name.strip() for name in os.environ.get("UNMASK_BENCH_PLUGINS", "").split(",") if name.strip()]
+    for package_name in PLUGIN_PACKAGES + tuple(extra):
+        package = import_plugin(package_name)
+        for module in pkgutil.walk_packages(getattr(package, "__path__", []), package_name + "."):
             if only is None or module.name.rsplit(".", 1)[-1] == only:
                 importlib.import_module(module.name)
+
+
+def import_plugin(name):
+    """The plugin package or module ``name``; a one-line error where it cannot be imported."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as err:
+        raise BenchError(f"plugin {name!r} cannot be imported ({err}); plugins are {', '.join(PLUGIN_PACKAGES)} "
+                         f"and the names in UNMASK_BENCH_PLUGINS") from None
 
 
 def closest(name, options):

@@ -1,0 +1,46 @@
+"""Adding a task (one folder) and a strategy (one file): the toy in tests/toy, registered the way
+tasks/ and strategies/ are, runs through the real CLI, results and report."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench(*args, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "tests"), UNMASK_BENCH_PLUGINS="toy")
+    return subprocess.run([sys.executable, "-m", "bench", *map(str, args)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_toy_task_and_strategy_run_through_the_cli(tmp_path):
+    listed = bench("list", tmp_path=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "toy " in listed.stdout and "leftmost" in listed.stdout
+    run = bench("run", "--tasks", "toy", "--strategies", "sequential,leftmost,leftmost:k=2,topk:k=6",
+                "--out", tmp_path / "results", tmp_path=tmp_path)
+    assert run.returncode == 0, run.stderr
+    summaries = {json.loads(p.read_text())["label"]: json.loads(p.read_text())
+                 for p in (tmp_path / "results" / "toy").glob("*.json")}
+    value = lambda label, name: next(m["value"] for m in summaries[label]["metrics"] if m["name"] == name)  # noqa: E731
+    assert value("leftmost", "exact_match") == 1.0 and value("leftmost", "passes") == 6
+    assert value("sequential", "exact_match") == 1.0   # the confident position is always the next one
+    assert value("leftmost:k=2", "exact_match") == 0.0 and value("leftmost:k=2", "passes") == 3
+    assert value("topk:k=6", "exact_match") == 0.0 and value("topk:k=6", "passes") == 1
+    report = bench("report", "--results", tmp_path / "results", "--out", tmp_path / "reports", tmp_path=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert (tmp_path / "reports" / "pareto_toy.png").exists() and (tmp_path / "reports" / "table_toy.md").exists()
+
+
+def test_a_missing_plugin_is_a_one_line_error(tmp_path):
+    env = dict(os.environ, UNMASK_BENCH_PLUGINS="no_such_plugin")
+    proc = subprocess.run([sys.executable, "-m", "bench", "list"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no_such_plugin" in proc.stderr
+
+
+def test_nothing_outside_the_toy_folder_names_it():
+    sources = [p for folder in ("bench", "strategies", "tasks") for p in (ROOT / folder).rglob("*.py")]
+    assert [p for p in sources if "toy" in p.read_text().lower()] == []
