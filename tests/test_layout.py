@@ -102,8 +102,8 @@ def test_no_private_name_is_imported_across_modules():
 
 
 def test_report_runs_without_model_code(tmp_path):
-    code = ("import sys; from bench.report import report; "
-            f"report({str(ROOT / 'results')!r}, {str(tmp_path)!r}); "
+    code = ("import sys; from bench.cli import main; "
+            f"main(['report', '--results', {str(ROOT / 'results')!r}, '--out', {str(tmp_path)!r}]); "
             "heavy = sorted(m for m in ('torch', 'esm') if m in sys.modules); print('HEAVY', heavy)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
