@@ -30,6 +30,17 @@ def split_settings(settings, model_cls, train_cls, what):
     return model_cfg, train_cfg
 
 
+def train_and_log(what, configs, train, settings, out, default_weights):
+    """Train a task's model: KEY=VALUE ``settings`` go to whichever of the two config dataclasses
+    ``configs`` = (model, training) has the key; the log goes beside the weights."""
+    model_cfg, train_cfg = split_settings(settings, *configs, f"{what} training")
+    out = Path(out or default_weights)
+    setup_log(out.with_suffix(".log"))
+    logging.getLogger(f"train.{what}").info("model %s train %s", model_cfg, train_cfg)
+    train(model_cfg, train_cfg, out)
+    print(f"saved {out} (log: {out.with_suffix('.log')})")
+
+
 def run_training(target, settings, out, task_name):
     """`bench train TARGET [--task T] KEY=VALUE...`."""
     load_plugins()

@@ -1,20 +1,12 @@
 """The protein task's commands: training its model, building its data and judge, order-training examples."""
-import logging
-from pathlib import Path
-
-from bench.training import setup_log, split_settings
+from bench.training import train_and_log
 
 
 def train_model(settings, out):
     """`bench train protein KEY=VALUE...`: settings go to the model or the training config by name."""
     from tasks.protein.model import DEFAULT_WEIGHTS
     from tasks.protein.train import ProteinModelConfig, ProteinTrainConfig, train
-    model_cfg, train_cfg = split_settings(settings, ProteinModelConfig, ProteinTrainConfig, "protein training")
-    out = Path(out or DEFAULT_WEIGHTS)
-    setup_log(out.with_suffix(".log"))
-    logging.getLogger("train.protein").info("model %s train %s", model_cfg, train_cfg)
-    train(model_cfg, train_cfg, out)
-    print(f"saved {out} (log: {out.with_suffix('.log')})")
+    train_and_log("protein", (ProteinModelConfig, ProteinTrainConfig), train, settings, out, DEFAULT_WEIGHTS)
 
 
 def build_unirep(args):

@@ -1,10 +1,7 @@
 """The Sudoku task's commands: training its model, building its data, order-training examples."""
-import logging
-from pathlib import Path
-
 import torch
 
-from bench.training import setup_log, split_settings
+from bench.training import train_and_log
 
 
 def train_model(settings, out):
@@ -12,12 +9,7 @@ def train_model(settings, out):
     from tasks.sudoku.checkpoint import DEFAULT_WEIGHTS
     from tasks.sudoku.model import SudokuModelConfig
     from tasks.sudoku.train import TrainConfig, train
-    model_cfg, train_cfg = split_settings(settings, SudokuModelConfig, TrainConfig, "sudoku training")
-    out = Path(out or DEFAULT_WEIGHTS)
-    setup_log(out.with_suffix(".log"))
-    logging.getLogger("train.sudoku").info("model %s train %s", model_cfg, train_cfg)
-    train(model_cfg, train_cfg, out)
-    print(f"saved {out} (log: {out.with_suffix('.log')})")
+    train_and_log("sudoku", (SudokuModelConfig, TrainConfig), train, settings, out, DEFAULT_WEIGHTS)
 
 
 def build_data(args):
