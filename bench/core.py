@@ -33,7 +33,7 @@ class MaskedModel:
     value_tokens: torch.Tensor
     checkpoint_id: str
     n_params: int | None = None          # parameter count, recorded in results
-    hidden_layer: str = "unspecified"    # which layer ``ModelOutput.hidden`` holds (helpers record it)
+    hidden_layer: int | str = "unspecified"  # which layer ``ModelOutput.hidden`` holds (helpers record it)
 
     def __call__(self, tokens: torch.Tensor, masked: torch.Tensor) -> ModelOutput:
         raise NotImplementedError
