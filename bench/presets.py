@@ -16,19 +16,65 @@ from bench.registry import TASKS, closest, lookup, split_specs
 # that are missing here.
 # mi_oracle probes the model ~1,600 times per protein (an hour for 500 on 2 CPU cores), so the
 # protein sweep leaves it out; README shows how it is run on the first 100 sequences.
+def sweep(name, key, values, extra=""):
+    """['name:key=v1extra', ...]: one strategy over values of its swept parameter."""
+    return [f"{name}:{key}={v:g}{extra}" for v in values]
+
+
+EB_GAMMAS_SUDOKU = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1, 2)
+MI_GAMMAS_SUDOKU = (0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 1, 1.5)
+MI_GAMMAS_PROTEIN = (6, 12, 24)
+LEARNED = ["learned:T=5,mode=threshold", "learned:T=10,mode=threshold", "learned:T=15,mode=threshold"]
+# Each idea runs beside its ablation on the same gammas: mi with lam=0 (the greedy rule alone)
+# and mi_eb against eb (the MI term on EB's rule); see VERDICTS below.
 SWEEPS = {
-    "sudoku": ["sequential", "topk:k=2", "topk:k=3", "topk:k=5", "topk:k=7", "margin:k=2", "margin:k=5",
-               "eb:gamma=0.1", "eb:gamma=0.3", "eb:gamma=1", "threshold:tau=0.9", "threshold:tau=0.7",
-               "mi:gamma=0.1", "mi:gamma=0.3", "mi:gamma=0.6", "mi:gamma=1", "mi_oracle:gamma=0.3",
-               "learned:T=5,mode=threshold", "learned:T=10,mode=threshold", "learned:T=15,mode=threshold"],
-    "protein": ["sequential", "topk:k=4", "topk:k=12", "margin:k=4", "margin:k=12",
-                "eb:gamma=0.1", "eb:gamma=0.3", "eb:gamma=1", "eb:gamma=3", "eb:gamma=10",
-                "threshold:tau=0.9", "threshold:tau=0.7", "mi:gamma=2", "mi:gamma=6", "mi:gamma=12", "mi:gamma=24",
-                "learned:T=5,mode=threshold", "learned:T=10,mode=threshold", "learned:T=15,mode=threshold"],
+    "sudoku": (["sequential"] + sweep("topk", "k", (2, 3, 5, 7, 10)) + sweep("margin", "k", (2, 3, 5, 7, 10))
+               + sweep("eb", "gamma", EB_GAMMAS_SUDOKU) + sweep("threshold", "tau", (0.99, 0.95, 0.9, 0.8, 0.7))
+               + sweep("mi", "gamma", MI_GAMMAS_SUDOKU) + sweep("mi", "gamma", MI_GAMMAS_SUDOKU, ",lam=0")
+               + sweep("mi_eb", "gamma", EB_GAMMAS_SUDOKU) + ["mi_oracle:gamma=0.3"] + LEARNED),
+    "protein": (["sequential"] + sweep("topk", "k", (3, 4, 6, 8, 12)) + sweep("margin", "k", (3, 4, 6, 8, 12))
+                + sweep("eb", "gamma", (0.1, 0.3, 1, 3, 5, 10, 20)) + sweep("threshold", "tau", (0.9, 0.7))
+                + sweep("mi", "gamma", (2,) + MI_GAMMAS_PROTEIN) + sweep("mi", "gamma", MI_GAMMAS_PROTEIN, ",lam=0")
+                + sweep("mi_eb", "gamma", (3, 10, 20)) + LEARNED),
 }
 
 
 DEFAULT_TASK = "sudoku"   # what `bench run` without --preset or --tasks runs
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """An idea against the same rule without it: two lines (strategy name + fixed parameters)
+    compared at equal budgets, and run by run where their other parameters agree."""
+    idea: str
+    strategy: str
+    where: dict
+    without: str
+    without_where: dict
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """How `bench report` concludes on a task (headline metric units).
+
+    Attributes:
+        budgets: mean passes at which every strategy's frontier is compared (interpolated in log passes).
+        margin: non-inferiority margin against sequential ("reaches sequential quality").
+        ablations: each idea against its ablation.
+    """
+    budgets: tuple
+    margin: float
+    ablations: tuple = ()
+
+
+MI_ABLATIONS = (
+    Ablation("the MI term on the greedy rule (mi, lam=1 against lam=0)", "mi", {"lam": 1.0}, "mi", {"lam": 0.0}),
+    Ablation("the MI term on EB's rule (mi_eb against eb)", "mi_eb", {"lam": 1.0}, "eb", {"order": "entropy"}),
+)
+VERDICTS = {
+    "sudoku": Verdicts(budgets=(6, 8, 12, 16, 24), margin=0.01, ablations=MI_ABLATIONS),
+    "protein": Verdicts(budgets=(8, 12, 16, 24, 32), margin=0.001, ablations=MI_ABLATIONS),
+}
 
 
 @dataclass(frozen=True)

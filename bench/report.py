@@ -15,7 +15,8 @@ from bench.docs import sync_markdown  # noqa: E402
 from bench.errors import BenchError  # noqa: E402
 from bench.registry import REPORTS, load_plugins  # noqa: E402
 from bench.results import find_results  # noqa: E402
-from bench.sweeps import point_label, reference_run, speedup_rows, sweep_lines  # noqa: E402
+from bench.claims import budget_rows, claims_markdown, speedup_table, task_verdicts  # noqa: E402
+from bench.sweeps import point_label, reference_run, sweep_lines  # noqa: E402
 from bench.table import csv_text, headline_rows, latex, markdown, metric_of, numeric_rows, summary_rows  # noqa: E402
 
 plt.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42})  # TrueType fonts embedded in PDF/PS
@@ -189,19 +190,24 @@ def draw_pareto(results, task, out_dir, layout=LAYOUTS[0], metric=None):
     return paths
 
 
-def write_tables(results, task, out_dir):
+def write_tables(results, task, out_dir, root):
     """table_<task>, headline_<task> (passes and the headline only) and speedup_<task> as .md,
     .csv and .tex; returns the paths."""
     tables = {f"table_{task}": (summary_rows(results), numeric_rows(results)),
               f"headline_{task}": (headline_rows(results), headline_rows(results))}
-    if reference_run(results) is not None:
-        tables[f"speedup_{task}"] = (speedup_rows(results), speedup_rows(results, numeric=True))
+    verdicts = task_verdicts(results, task, root)
+    if verdicts is not None:
+        tables[f"budgets_{task}"] = (budget_rows(verdicts), budget_rows(verdicts, numeric=True))
+        tables[f"speedup_{task}"] = (speedup_table(verdicts), speedup_table(verdicts, numeric=True))
     paths = []
     for stem, (text_rows, number_rows) in tables.items():
         for ext, text in (("md", markdown(*text_rows)), ("csv", csv_text(*number_rows)),
                           ("tex", latex(*text_rows))):
             paths.append(Path(out_dir) / f"{stem}.{ext}")
             paths[-1].write_text(text.rstrip("\n") + "\n")
+    if verdicts is not None:
+        paths.append(Path(out_dir) / f"claims_{task}.md")
+        paths[-1].write_text(claims_markdown(verdicts))
     return paths
 
 
@@ -238,7 +244,8 @@ def plugin_sections(results_dir, out_dir, figures=True):
 def write_all_tables(results_dir, out_dir):
     """Every table `bench report` writes, without the figures; returns the paths."""
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    paths = [p for task, (group, _) in task_groups(results_dir).items() for p in write_tables(group, task, out_dir)]
+    paths = [p for task, (group, _) in task_groups(results_dir).items()
+             for p in write_tables(group, task, out_dir, results_dir)]
     return paths + [p for section in plugin_sections(results_dir, out_dir, figures=False).values() for p in section]
 
 
@@ -248,7 +255,7 @@ def report(results_dir, out_dir, docs_root=None):
     groups = task_groups(results_dir)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     for task, (group, left_out) in groups.items():
-        paths = draw_figures(group, task, out_dir) + write_tables(group, task, out_dir)
+        paths = draw_figures(group, task, out_dir) + write_tables(group, task, out_dir, results_dir)
         note = f" ({left_out} runs of other models/data/limits/seeds left out)" if left_out else ""
         print(f"{task}: {len(group)} runs{note} -> {', '.join(p.name for p in paths)} in {out_dir}")
     for name, paths in plugin_sections(results_dir, out_dir).items():

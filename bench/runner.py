@@ -78,7 +78,7 @@ AUX_PASS_METRICS = ("probe_passes",)  # record names of passes a strategy spends
 def aux_pass_metrics(records):
     """Passes a strategy spent besides decoding (an oracle's probing), reported apart."""
     return [mean_metric(name, [r[name] for r in records], False,
-                        "probing passes per sample (oracle; not decoding passes)")
+                        "probing passes per sample (oracle; not decoding passes)", field=name)
             for name in AUX_PASS_METRICS if records and name in records[0]]
 
 

@@ -43,18 +43,26 @@ def basic_bootstrap_groups(sizes, statistic, level=0.95, n_boot=N_BOOT, seed=BOO
     return value, max(floor, 2 * value - float(q_high)), max(floor, 2 * value - float(q_low))
 
 
-def metric(name, columns, statistic, higher_is_better, label):
-    """One summary metric as stored in result files."""
+def metric(name, columns, statistic, higher_is_better, label, per_input=None):
+    """One summary metric as stored in result files. ``per_input`` is the recipe that recomputes
+    it from the per-sample records (bench/paired.py), which paired tests need."""
     value, low, high = bootstrap_ci(columns, statistic)
-    return {"name": name, "label": label, "value": value, "ci_low": low, "ci_high": high,
-            "higher_is_better": higher_is_better, "n": len(columns[0])}
+    out = {"name": name, "label": label, "value": value, "ci_low": low, "ci_high": high,
+           "higher_is_better": higher_is_better, "n": len(columns[0])}
+    if per_input is not None:
+        out["per_input"] = per_input
+    return out
 
 
-def mean_metric(name, values, higher_is_better, label):
-    return metric(name, [values], np.mean, higher_is_better, label)
+def mean_metric(name, values, higher_is_better, label, field=None):
+    """The mean of ``values``; ``field``: the record field holding them (enables paired tests)."""
+    recipe = {"statistic": "mean", "fields": [field]} if field else None
+    return metric(name, [values], np.mean, higher_is_better, label, recipe)
 
 
-def ratio_metric(name, numerators, denominators, higher_is_better, label):
-    """sum(numerators) / sum(denominators), bootstrapped over samples."""
+def ratio_metric(name, numerators, denominators, higher_is_better, label, fields=None):
+    """sum(numerators) / sum(denominators), bootstrapped over samples; ``fields``: the two record
+    fields holding them (enables paired tests)."""
+    recipe = {"statistic": "ratio", "fields": list(fields)} if fields else None
     return metric(name, [numerators, denominators], lambda a, b: a.sum() / max(b.sum(), 1e-12),
-                  higher_is_better, label)
+                  higher_is_better, label, recipe)

@@ -7,6 +7,8 @@ import torch
 from bench.core import ModelOutput, StepState
 from bench.decode import decode
 from bench.errors import BenchError
+from strategies.eb import EBSampler
+from strategies.mi.eb_rule import MIEBRule, prefix_pair_mi
 from strategies.mi.guided import MIGuided
 from strategies.mi.exact import exact_mi, symmetric
 from strategies.mi.greedy import greedy_select
@@ -231,3 +233,41 @@ def test_probed_labels_keep_exact_rows_and_mark_the_rest_unlabelled():
     loss = pair_loss(network, hidden, probs, masked, target.clamp_min(0))
     loss.backward()
     assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in network.parameters())
+
+
+class FixedNetwork:
+    """Stands in for a trained estimator: returns a fixed MI matrix (what the rule reads)."""
+
+    def __init__(self, matrix):
+        self.matrix = matrix
+
+    def __call__(self, hidden, probs, masked):
+        return self.matrix.expand(masked.shape[0], -1, -1).clone()
+
+
+def random_state(batch=32, n=12, values=4, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    logits = torch.randn(batch, n, values, generator=generator) * 3
+    masked = torch.rand(batch, n, generator=generator) < 0.7
+    masked[:, 0] = True
+    out = ModelOutput(logits=logits, hidden=torch.zeros(batch, n, 4))
+    return StepState(torch.zeros(batch, n, dtype=torch.long), masked, out, 0)
+
+
+def test_eb_rule_with_the_mi_term_off_is_exactly_eb():
+    state = random_state()
+    for gamma in (0.0, 0.3, 1.0, 3.0):
+        strategy = MIEBRule(gamma=gamma, lam=0.0)
+        strategy.network, strategy.estimator_path = FixedNetwork(torch.rand(12, 12)), "fixed"
+        assert torch.equal(strategy.select(state), EBSampler(gamma=gamma, order="entropy").select(state))
+
+
+def test_eb_rule_with_the_mi_term_reveals_no_more_and_pays_for_pairs():
+    state = random_state(seed=1)
+    mi = torch.full((12, 12), 0.2).fill_diagonal_(0)
+    plain, guided = MIEBRule(gamma=2.0, lam=0.0), MIEBRule(gamma=2.0, lam=1.0)
+    for strategy in (plain, guided):
+        strategy.network, strategy.estimator_path = FixedNetwork(mi), "fixed"
+    without, with_mi = plain.select(state), guided.select(state)
+    assert (with_mi <= without).all() and with_mi.sum() < without.sum() and with_mi.any(1).all()
+    assert prefix_pair_mi(mi.expand(1, -1, -1), torch.arange(12)[None]).tolist()[0][:3] == pytest.approx([0, 0.2, 0.6])

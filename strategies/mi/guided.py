@@ -44,13 +44,18 @@ class MIGuided(Strategy):
     def helper_ids(self):
         return {"mi_estimator": self.estimator_id}
 
-    def select(self, state):
+    def predicted_mi(self, state):
+        """[B, N, N] the estimator's MI of the state; one-line errors when unbound or non-finite."""
         if self.network is None:
-            raise BenchError("strategy mi has no estimator loaded (bind(task, model) was not called)")
+            raise BenchError(f"strategy {self.name} has no estimator loaded (bind(task, model) was not called)")
         with torch.inference_mode():
             mi_hat = self.network(state.out.hidden, state.probs, state.masked)   # [B, N, N]
         if not torch.isfinite(mi_hat).all():
             raise BenchError(f"MI estimator {self.estimator_path} returned non-finite values; retrain it "
                              f"with: python -m bench train mi")
+        return mi_hat
+
+    def select(self, state):
+        mi_hat = self.predicted_mi(state)
         return greedy_select(state.entropy, state.masked, self.gamma, self.lam,
                              lambda rows, positions: mi_hat[rows, positions])

@@ -8,10 +8,10 @@ import numpy as np
 from bench.core import EvalSet, Task
 from bench.provenance import portable_path
 from bench.registry import register_task
-from bench.stats import basic_bootstrap_groups, metric
+from bench.stats import basic_bootstrap_groups, mean_metric, metric
 from tasks.protein import hooks
 from tasks.protein.encoding import blank_batch, decode_sequences
-from tasks.protein.fasta import read_fasta
+from tasks.protein.fasta import AMINO_ACIDS, read_fasta
 from tasks.protein.judge import UniRepJudge
 from tasks.protein.metrics import (composition_counts, dipeptide_counts, distinct_3mer_share, js_divergence,
                                    longest_run)
@@ -104,13 +104,17 @@ class ProteinTask(Task):
         return hooks.order_examples()
 
 
-def jsd_metric(name, counts, ref_counts, label):
+def jsd_metric(name, counts, ref_counts, label, k):
     """Pooled-count JSD with a basic bootstrap CI that resamples both the generated and the
-    reference sequences (both are samples; the plug-in JSD is biased upwards)."""
+    reference sequences (both are samples; the plug-in JSD is biased upwards). Its per-input
+    recipe recounts the k-mers of the records' sequences against the pooled reference counts."""
     value, low, high = basic_bootstrap_groups(
         [len(counts), len(ref_counts)], lambda i, j: js_divergence(counts[i].sum(0), ref_counts[j].sum(0)))
+    recipe = {"statistic": "pooled_jsd", "fields": ["sequence"], "alphabet": AMINO_ACIDS, "k": k,
+              "reference": ref_counts.sum(0).tolist()}
     return {"name": name, "label": label, "value": value, "ci_low": low, "ci_high": high,
-            "higher_is_better": False, "n": len(counts), "ci_method": "basic bootstrap, both samples"}
+            "higher_is_better": False, "n": len(counts), "ci_method": "basic bootstrap, both samples",
+            "per_input": recipe}
 
 
 def judge_metric(sequences):
@@ -128,8 +132,8 @@ def summarize_sequences(sequences, reference, passes):
     ref_comp = np.stack([composition_counts(s) for s in reference])
     ref_dip = np.stack([dipeptide_counts(s) for s in reference])
     metrics = [
-        jsd_metric("composition_jsd", comp, ref_comp, "amino-acid composition JSD (bits)"),
-        jsd_metric("dipeptide_jsd", dip, ref_dip, "dipeptide JSD (bits)"),
+        jsd_metric("composition_jsd", comp, ref_comp, "amino-acid composition JSD (bits)", k=1),
+        jsd_metric("dipeptide_jsd", dip, ref_dip, "dipeptide JSD (bits)", k=2),
         metric("distinct_3mer_share", [[distinct_3mer_share(s) for s in sequences]], np.mean, True,
                "distinct 3-mers per sequence (share)"),
         metric("longest_run", [[longest_run(s) for s in sequences]], np.mean, False,
@@ -137,5 +141,5 @@ def summarize_sequences(sequences, reference, passes):
         judge_metric(sequences),
     ]
     if passes is not None:
-        metrics.append(metric("passes", [passes], np.mean, False, "forward passes per sequence"))
+        metrics.append(mean_metric("passes", passes, False, "forward passes per sequence", field="passes"))
     return metrics

@@ -80,11 +80,11 @@ class SudokuTask(Task):
     def summarize(self, records):
         column = lambda key: np.array([r[key] for r in records], dtype=float)  # noqa: E731
         return [
-            mean_metric("exact_accuracy", column("exact"), True, "exact-board accuracy"),
+            mean_metric("exact_accuracy", column("exact"), True, "exact-board accuracy", field="exact"),
             ratio_metric("cell_accuracy", column("blanks_right"), column("blanks"), True,
-                         "cell accuracy on blanks"),
+                         "cell accuracy on blanks", fields=("blanks_right", "blanks")),
             mean_metric("rule_break_share", column("breaks_rules"), False, "boards breaking a rule"),
-            mean_metric("passes", column("passes"), False, "forward passes per board"),
+            mean_metric("passes", column("passes"), False, "forward passes per board", field="passes"),
         ]
 
     def problems(self):

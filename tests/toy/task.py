@@ -59,5 +59,5 @@ class ToyTask(Task):
 
     def summarize(self, records):
         column = lambda key: np.array([r[key] for r in records], dtype=float)  # noqa: E731
-        return [mean_metric("exact_match", column("exact"), True, "sequences entirely right"),
-                mean_metric("passes", column("passes"), False, "forward passes per sequence")]
+        return [mean_metric("exact_match", column("exact"), True, "sequences entirely right", field="exact"),
+                mean_metric("passes", column("passes"), False, "forward passes per sequence", field="passes")]

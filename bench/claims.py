@@ -1,0 +1,211 @@
+"""The verdict tables and the claims file of a task: strategies x pass budgets, frontier areas,
+speed-up with non-inferiority to sequential, ablations; every comparative sentence generated
+here with its difference, CI and p-value (README and docs quote ``claims_<task>.md``)."""
+from dataclasses import dataclass
+
+import numpy as np
+
+from bench.paired import better_sign, paired_difference
+from bench.presets import VERDICTS
+from bench.sweeps import reference_run, sweep_lines
+from bench.verdicts import areas, budget_table, joint_indices, load_runs, make_line, non_inferiority, select_line
+
+
+@dataclass
+class TaskVerdicts:
+    task: str
+    headline: str
+    higher_is_better: bool
+    n_inputs: int
+    budgets: tuple
+    margin: float
+    cells: dict          # line -> {budget: BudgetCell | None}
+    leads: list          # Lead per budget
+    areas: dict          # line -> BudgetCell | None
+    speedup: list        # SpeedupRow per line
+    ablations: list      # (idea, [same-parameter pair dicts], [(budget, diff dict)])
+    left_out: int
+
+
+@dataclass
+class SpeedupRow:
+    line: str
+    run: object
+    verdict: str
+    diff: dict
+    ratio: float         # run passes / sequential passes
+
+
+def fmt(value, digits=3):
+    return "-" if value is None or np.isnan(value) else f"{value:.{digits}g}"
+
+
+def fmt_ci(value, low, high, digits=3):
+    return f"{fmt(value, digits)} [{fmt(low, digits)}, {fmt(high, digits)}]"
+
+
+def fmt_p(p):
+    return "-" if p is None or np.isnan(p) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def speedup_rows(runs, lines, margin):
+    """Per line: the cheapest run non-inferior to sequential, else its run closest to it."""
+    summaries = [r.summary for r in runs]
+    reference_summary = reference_run(summaries)
+    if reference_summary is None:
+        return []
+    reference = next(r for r in runs if r.summary is reference_summary)
+    rows = []
+    for name, line_runs in lines.items():
+        tested = [(run, *non_inferiority(run, reference, margin)) for run in line_runs]
+        passing = [t for t in tested if t[1] == "yes"]
+        sign = better_sign(reference.quality.higher_is_better)
+        run, verdict, diff = passing[0] if passing else max(tested, key=lambda t: sign * t[2]["diff"])
+        rows.append(SpeedupRow(name, run, verdict, diff, run.passes() / reference.passes()))
+    order = {"yes": 0, "not shown": 1, "no": 2}
+    return sorted(rows, key=lambda r: (order[r.verdict], r.ratio))
+
+
+def ablation_pairs(runs, ablation):
+    """Runs of an idea and of its ablation with equal other parameters: paired differences."""
+    with_idea = select_line(runs, ablation.strategy, ablation.where)
+    without = select_line(runs, ablation.without, ablation.without_where)
+    pairs = []
+    for run in with_idea:
+        swept = {k: v for k, v in run.summary["config"]["strategy_params"].items()
+                 if k not in ablation.where and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        match = next((w for w in without if all(w.summary["config"]["strategy_params"].get(k) == v
+                                                 for k, v in swept.items())), None)
+        if match is not None:
+            pairs.append({"run": run.label, "ablation": match.label,
+                          "quality": paired_difference(run.quality, match.quality),
+                          "passes": paired_difference(run.passes, match.passes)})
+    return with_idea, without, pairs
+
+
+def ablation_at_budgets(with_idea, without, idx, budgets):
+    """[(budget, diff, low, high, p)] of the idea's line minus its ablation's at equal budgets."""
+    from bench.verdicts import bootstrap_p, interval
+    a, b = make_line("with", with_idea, idx), make_line("without", without, idx)
+    out = []
+    for budget in budgets:
+        (va, ra), (vb, rb) = a.at(budget), b.at(budget)
+        if not (np.isnan(va) or np.isnan(vb)):
+            out.append((budget, va - vb, *interval(ra - rb), bootstrap_p(ra - rb)))
+    return out
+
+
+def task_verdicts(group, task, root):
+    """Everything the verdict tables and claims of ``task`` need, or None when no run's headline
+    can be recomputed from its records (results made before per-input recipes: `bench rescore`)."""
+    config = VERDICTS.get(task)
+    runs, left_out = load_runs(group, root)
+    if config is None or len(runs) < 2:
+        return None
+    idx = joint_indices(runs)
+    by_summary = {id(r.summary): r for r in runs}
+    lines = {name: [by_summary[id(s)] for s in line if id(s) in by_summary]
+             for name, line in sweep_lines([r.summary for r in runs]).items()}
+    lines = {name: line for name, line in lines.items() if line}
+    made = [make_line(name, line, idx) for name, line in lines.items()]
+    higher = runs[0].quality.higher_is_better
+    cells, leads = budget_table(made, config.budgets, higher)
+    ablations = []
+    for ablation in config.ablations:
+        with_idea, without, pairs = ablation_pairs(runs, ablation)
+        if pairs or (with_idea and without):
+            ablations.append((ablation.idea, pairs, ablation_at_budgets(with_idea, without, idx, config.budgets)))
+    return TaskVerdicts(task, runs[0].summary["headline"], higher, len(runs[0].passes.columns[0]),
+                        config.budgets, config.margin, cells, leads,
+                        areas(made, min(config.budgets), max(config.budgets)),
+                        speedup_rows(runs, lines, config.margin), ablations, left_out)
+
+
+def cell_text(cell, bold=True):
+    if cell is None:
+        return "-"
+    text = fmt_ci(cell.value, cell.low, cell.high)
+    return f"**{text}**" if bold and cell.best else text
+
+
+def budget_rows(v, numeric=False):
+    """Header and rows of the strategies x budgets table (plus the frontier area)."""
+    low, high = min(v.budgets), max(v.budgets)
+    header = ["strategy"] + [f"{v.headline} at {b} passes" for b in v.budgets] + [f"area {low}-{high}"]
+    rows = []
+    for name, by_budget in v.cells.items():
+        cells = [by_budget[b] for b in v.budgets] + [v.areas[name]]
+        if numeric:
+            rows.append([name] + [x for c in cells for x in ((c.value, c.low, c.high) if c else (None,) * 3)])
+        else:
+            rows.append([name] + [cell_text(c) for c in cells])
+    if numeric:
+        header = ["strategy"] + [f"{h}{s}" for h in header[1:] for s in ("", "_ci_low", "_ci_high")]
+    return header, rows
+
+
+def speedup_table(v, numeric=False):
+    """Header and rows: per line its cheapest run non-inferior to sequential (paired test)."""
+    header = ["strategy", "run", "mean passes", f"{v.headline} - sequential", "p", "test",
+              "passes / sequential", "speed-up", f"non-inferior (margin {v.margin:g})"]
+    rows = []
+    for r in v.speedup:
+        d = r.diff
+        if numeric:
+            rows.append([r.line, r.run.label, r.run.passes(), d["diff"], d["ci_low"], d["ci_high"], d["p"],
+                         d["test"], r.ratio, 1 / r.ratio, r.verdict])
+        else:
+            rows.append([r.line, r.run.label, f"{r.run.passes():.2f}", fmt_ci(d["diff"], d["ci_low"], d["ci_high"]),
+                         fmt_p(d["p"]), d["test"], f"{r.ratio:.3f}", f"{1 / r.ratio:.2f}x", r.verdict])
+    if numeric:
+        header = header[:3] + ["diff", "diff_ci_low", "diff_ci_high"] + header[4:]
+    return header, rows
+
+
+def lead_sentence(v, lead):
+    verdict = ("shown: the paired CI excludes 0" if lead.shown
+               else "not shown: the paired CI includes 0")
+    return (f"- At {lead.budget:g} passes, `{lead.best}` leads `{lead.runner_up}` by "
+            f"{fmt_ci(lead.diff, lead.low, lead.high)} {v.headline} (bootstrap p {fmt_p(lead.p)}); {verdict}.")
+
+
+def speedup_sentence(v, row):
+    d = row.diff
+    detail = f"{fmt_ci(d['diff'], d['ci_low'], d['ci_high'])} {v.headline}, {d['test']} p {fmt_p(d['p'])}"
+    if "discordant" in d:
+        detail += f", {d['discordant'][0]} vs {d['discordant'][1]} discordant inputs"
+    said = {"yes": f"is non-inferior to sequential within {v.margin:g}",
+            "no": f"is worse than sequential by more than {v.margin:g}",
+            "not shown": f"is not shown non-inferior to sequential within {v.margin:g}"}[row.verdict]
+    return (f"- `{row.run.label}` ({row.run.passes():.1f} passes, {1 / row.ratio:.2f}x fewer than "
+            f"sequential) {said}: {detail}.")
+
+
+def ablation_sentences(v, idea, pairs, at_budgets):
+    lines = [f"- **{idea}**:"]
+    for pair in pairs:
+        q, p = pair["quality"], pair["passes"]
+        lines.append(f"  - `{pair['run']}` minus `{pair['ablation']}`: {fmt_ci(q['diff'], q['ci_low'], q['ci_high'])} "
+                     f"{v.headline} ({q['test']} p {fmt_p(q['p'])}), "
+                     f"{fmt_ci(p['diff'], p['ci_low'], p['ci_high'])} passes.")
+    for budget, diff, low, high, p in at_budgets:
+        lines.append(f"  - at {budget:g} passes: {fmt_ci(diff, low, high)} {v.headline} (bootstrap p {fmt_p(p)}).")
+    if len(lines) == 1:
+        lines.append("  - no runs of both lines on these inputs.")
+    return lines
+
+
+def claims_markdown(v):
+    """Every comparative sentence about ``v.task``, each with its difference, CI and p-value."""
+    direction = "higher" if v.higher_is_better else "lower"
+    out = [f"Generated by `bench report` from the result files: {v.n_inputs} shared inputs, paired tests, "
+           f"95% CIs from one joint bootstrap over inputs; {v.headline}, {direction} is better.", "",
+           "Equal pass budgets (each strategy's sweep interpolated in log passes):"]
+    out += [lead_sentence(v, lead) for lead in v.leads] or ["- fewer than two strategies reach any budget."]
+    out += ["", "Speed-up at sequential quality (paired non-inferiority test):"]
+    out += [speedup_sentence(v, row) for row in v.speedup] or ["- no sequential run."]
+    if v.ablations:
+        out += ["", "Ablations (each idea against the same rule without it):"]
+        for idea, pairs, at_budgets in v.ablations:
+            out += ablation_sentences(v, idea, pairs, at_budgets)
+    return "\n".join(out) + "\n"

@@ -1,0 +1,192 @@
+"""Verdicts over a task's runs on shared inputs: quality at equal pass budgets, the area under each
+strategy's frontier, non-inferiority to sequential, and paired ablations. From result files only.
+
+One joint bootstrap over the inputs every run shares gives all the intervals: each replicate
+resamples input indices once, and every run's mean passes and headline metric are recomputed on
+that same resample, so differences between strategies keep their pairing.
+"""
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bench.paired import N_BOOT, PerInput, better_sign, chunked, paired_difference, per_input, replicate_indices
+from bench.results import read_records
+from bench.table import metric_of
+
+AREA_POINTS = 25  # log-spaced budgets the frontier area averages over
+
+
+@dataclass
+class Run:
+    """A result with its headline and passes recomputable per input."""
+    summary: dict
+    quality: PerInput
+    passes: PerInput
+    label: str = field(init=False)
+
+    def __post_init__(self):
+        self.label = self.summary["label"]
+
+
+def records_index(root):
+    """{records file name: path} of every JSONL under ``root`` (names carry the run hash)."""
+    return {p.name: p for p in Path(root).rglob("*.jsonl") if not p.name.endswith(".partial.jsonl")}
+
+
+def load_runs(results, root):
+    """Runs of ``results`` whose headline can be recomputed from their records, restricted to the
+    largest set sharing the same input indices; returns (runs, inputs left out as a count of runs)."""
+    index, runs = records_index(root), []
+    for result in results:
+        path = index.get(result.get("records_file", ""))
+        records = sorted(read_records(path), key=lambda r: r["index"]) if path else []
+        if not records or len(records) != result["n_samples"]:
+            continue
+        quality = per_input(metric_of(result, result["headline"]), records)
+        passes = per_input({"name": "passes", "higher_is_better": False,
+                            "per_input": {"statistic": "mean", "fields": ["passes"]}}, records)
+        if quality is not None:
+            runs.append((tuple(r["index"] for r in records), Run(result, quality, passes)))
+    if not runs:
+        return [], len(results)
+    keys = [key for key, _ in runs]
+    common = max(set(keys), key=keys.count)
+    kept = [run for key, run in runs if key == common]
+    return kept, len(results) - len(kept)
+
+
+def params(run):
+    return run.summary["config"]["strategy_params"]
+
+
+def select_line(runs, strategy, where=None):
+    """Runs of ``strategy`` whose parameters match ``where`` (numbers compared as floats), by passes."""
+    def matches(run):
+        return run.summary["strategy"] == strategy and all(
+            float(params(run).get(k)) == float(v) if isinstance(v, (int, float)) else params(run).get(k) == v
+            for k, v in (where or {}).items())
+    return sorted([r for r in runs if matches(r)], key=lambda r: r.passes())
+
+
+def interpolate(passes, quality, budget):
+    """Quality at ``budget`` on the line through (passes, quality) points, linear in log passes;
+    NaN outside the points' range. Works on [R, m] replicate arrays (returns [R]) or [m] points."""
+    passes, quality = np.atleast_2d(passes), np.atleast_2d(quality)
+    order = np.argsort(passes, axis=1)
+    x = np.log(np.take_along_axis(passes, order, 1))
+    y = np.take_along_axis(quality, order, 1)
+    values = np.array([np.interp(np.log(budget), xr, yr, left=np.nan, right=np.nan) for xr, yr in zip(x, y)])
+    return values if len(values) > 1 else values[0]
+
+
+@dataclass
+class Line:
+    """One strategy's sweep with its point values and bootstrap replicates."""
+    name: str
+    runs: list
+    passes: np.ndarray        # [m] point values
+    quality: np.ndarray       # [m]
+    boot_passes: np.ndarray   # [R, m]
+    boot_quality: np.ndarray  # [R, m]
+
+    def at(self, budget):
+        """(point value, replicates [R]) of the quality at ``budget``."""
+        return (interpolate(self.passes, self.quality, budget),
+                interpolate(self.boot_passes, self.boot_quality, budget))
+
+    def area(self, low, high):
+        """(point, replicates) of the mean quality over log-spaced budgets in [low, high]."""
+        grid = np.exp(np.linspace(np.log(low), np.log(high), AREA_POINTS))
+        points = [self.at(b) for b in grid]
+        return float(np.mean([p for p, _ in points])), np.mean([r for _, r in points], axis=0)
+
+
+def make_line(name, runs, idx):
+    boot_p = np.stack([chunked(r.passes, idx) for r in runs], 1) if runs else np.zeros((len(idx), 0))
+    boot_q = np.stack([chunked(r.quality, idx) for r in runs], 1) if runs else np.zeros((len(idx), 0))
+    return Line(name, runs, np.array([r.passes() for r in runs]), np.array([r.quality() for r in runs]),
+                boot_p, boot_q)
+
+
+def interval(replicates, level=0.95):
+    """(low, high) percentile interval of replicates, NaN replicates left out."""
+    kept = replicates[~np.isnan(replicates)]
+    if not len(kept):
+        return np.nan, np.nan
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(kept, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def bootstrap_p(replicates):
+    """Two-sided bootstrap p-value that the difference is 0: 2 * min share of replicates on either side."""
+    kept = replicates[~np.isnan(replicates)]
+    if not len(kept):
+        return np.nan
+    return float(min(1.0, 2 * min((kept <= 0).mean(), (kept >= 0).mean())))
+
+
+@dataclass
+class BudgetCell:
+    value: float
+    low: float
+    high: float
+    best: bool = False      # best at this budget with its paired CI excluding the runner-up
+
+
+@dataclass
+class Lead:
+    """The best line at a budget against the runner-up: difference (best - runner-up), CI, p."""
+    budget: float
+    best: str
+    runner_up: str
+    diff: float
+    low: float
+    high: float
+    p: float
+
+    @property
+    def shown(self):
+        return (self.low > 0) or (self.high < 0)
+
+
+def budget_table(lines, budgets, higher_is_better):
+    """({line: {budget: BudgetCell}}, [Lead per budget]) with the best marked where shown."""
+    cells, leads, sign = {}, [], better_sign(higher_is_better)
+    for budget in budgets:
+        values = {line.name: line.at(budget) for line in lines}
+        for name, (value, reps) in values.items():
+            cells.setdefault(name, {})[budget] = BudgetCell(value, *interval(reps)) if not np.isnan(value) else None
+        ranked = sorted([n for n, (v, _) in values.items() if not np.isnan(v)], key=lambda n: -sign * values[n][0])
+        if len(ranked) >= 2:
+            diff_reps = values[ranked[0]][1] - values[ranked[1]][1]
+            lead = Lead(budget, ranked[0], ranked[1], values[ranked[0]][0] - values[ranked[1]][0],
+                        *interval(diff_reps), bootstrap_p(diff_reps))
+            leads.append(lead)
+            cells[ranked[0]][budget].best = lead.shown and sign * lead.diff > 0
+    return cells, leads
+
+
+def areas(lines, low, high):
+    """{line: BudgetCell of the mean quality over [low, high]}, None where a line does not span it."""
+    out = {}
+    for line in lines:
+        value, reps = line.area(low, high)
+        out[line.name] = None if np.isnan(value) else BudgetCell(value, *interval(reps))
+    return out
+
+
+def non_inferiority(run, reference, margin):
+    """'yes' (non-inferior: the paired CI of run - reference stays within -margin), 'no' (worse
+    beyond the margin: the whole CI is), or 'not shown'; with the paired difference dict."""
+    result = paired_difference(run.quality, reference.quality)
+    sign = better_sign(run.quality.higher_is_better)
+    worst, best = sorted((sign * result["ci_low"], sign * result["ci_high"]))
+    verdict = "yes" if worst > -margin else ("no" if best < -margin else "not shown")
+    return verdict, result
+
+
+def joint_indices(runs, n_boot=N_BOOT):
+    """One [R, n] draw of input indices shared by every run."""
+    return replicate_indices(len(runs[0].passes.columns[0]), n_boot)

@@ -1,0 +1,42 @@
+"""EB-Sampler's rule with the MI term: the MI ablation on EB's own rule.
+
+Masked positions are sorted by ascending entropy (EB-Sampler's default order); the largest
+prefix U is revealed with
+
+    sum_{i in U} H_i  -  max_{i in U} H_i  +  lam * sum_{i < j in U} MI_hat[i, j]  <=  gamma,
+
+at least one position. With lam = 0 this is exactly `eb:gamma=G` (entropy order), so
+`mi_eb` against `eb` credits the MI term alone on EB's rule, as `mi` against `mi:lam=0` does on
+the greedy rule.
+"""
+from dataclasses import dataclass
+from typing import ClassVar
+
+from bench.registry import register_strategy
+from strategies.mi.guided import MIGuided
+from strategies.ordering import rank_masked
+
+
+def prefix_pair_mi(mi, order):
+    """[B, N]: sum of MI over the pairs inside each prefix of ``order`` (the first t+1 positions)."""
+    in_order = mi.gather(1, order[:, :, None].expand_as(mi)).gather(2, order[:, None, :].expand_as(mi))
+    with_earlier = in_order.triu(1).sum(1)            # [B, N] position t's MI with positions before it
+    return with_earlier.cumsum(1)
+
+
+@register_strategy
+@dataclass
+class MIEBRule(MIGuided):
+    """EB-Sampler's prefix rule (entropy sum minus max) plus lam * predicted MI within the prefix <= gamma."""
+    name: ClassVar[str] = "mi_eb"
+
+    def select(self, state):
+        mi_hat = self.predicted_mi(state)                                # [B, N, N]
+        order, ranks = rank_masked(-state.entropy, state.masked)        # [B, N] ascending entropy
+        in_order_masked = state.masked.gather(1, order)
+        entropy = state.entropy.gather(1, order).masked_fill(~in_order_masked, 0.0)
+        pairs = prefix_pair_mi(mi_hat.clamp_min(0), order)
+        spent = entropy.cumsum(1) - entropy.cummax(1).values + self.lam * pairs
+        fits = (spent <= self.gamma) & in_order_masked                   # monotone in the prefix
+        count = fits.sum(1, keepdim=True).clamp_min(1)                   # [B, 1]
+        return state.masked & (ranks < count)

@@ -1,0 +1,109 @@
+"""Paired verdicts on hand-made records with known answers."""
+import numpy as np
+import pytest
+
+from bench.paired import jsd_bits, kmer_counts, mcnemar_p, paired_difference, per_input
+from bench.verdicts import Run, budget_table, interpolate, make_line, non_inferiority, replicate_indices
+
+
+def binary_metric(values, name="exact_accuracy"):
+    records = [{"index": i, "exact": v, "passes": 10} for i, v in enumerate(values)]
+    metric = {"name": name, "higher_is_better": True, "per_input": {"statistic": "mean", "fields": ["exact"]}}
+    return per_input(metric, records)
+
+
+def numeric_run(label, quality, passes, higher_is_better=True):
+    records = [{"index": i, "q": q, "passes": p} for i, (q, p) in enumerate(zip(quality, passes))]
+    q = per_input({"name": "q", "higher_is_better": higher_is_better,
+                   "per_input": {"statistic": "mean", "fields": ["q"]}}, records)
+    p = per_input({"name": "passes", "higher_is_better": False,
+                   "per_input": {"statistic": "mean", "fields": ["passes"]}}, records)
+    return Run({"label": label}, q, p)
+
+
+def test_identical_runs_differ_by_zero_with_p_one():
+    values = np.random.default_rng(0).integers(0, 2, 200)
+    result = paired_difference(binary_metric(values), binary_metric(values))
+    assert result["diff"] == 0 and result["ci_low"] == 0 and result["ci_high"] == 0
+    assert result["p"] == 1.0 and result["discordant"] == (0, 0) and result["test"] == "exact McNemar"
+
+
+def test_twenty_discordant_boards_all_one_way_are_significant():
+    a = np.array([1] * 20 + [1] * 30 + [0] * 50)
+    b = np.array([0] * 20 + [1] * 30 + [0] * 50)
+    result = paired_difference(binary_metric(a), binary_metric(b))
+    assert result["discordant"] == (20, 0)
+    assert result["p"] < 1e-5 and result["p"] == pytest.approx(2 * 0.5 ** 20)
+    assert result["diff"] == pytest.approx(0.2) and result["ci_low"] > 0
+
+
+def test_mcnemar_matches_the_binomial_test():
+    from scipy.stats import binomtest
+    a = np.array([1] * 9 + [0] * 3 + [1] * 10)
+    b = np.array([0] * 9 + [1] * 3 + [1] * 10)
+    assert mcnemar_p(a, b)[0] == pytest.approx(binomtest(3, 12, 0.5).pvalue)
+
+
+def test_paired_bootstrap_is_narrower_than_unpaired_when_inputs_dominate():
+    rng = np.random.default_rng(1)
+    difficulty = rng.normal(0, 5, 300)                 # shared by both runs
+    a = numeric_run("a", difficulty + 0.3, np.ones(300))
+    b = numeric_run("b", difficulty + rng.normal(0, 0.1, 300), np.ones(300))
+    result = paired_difference(a.quality, b.quality)
+    assert result["test"] == "paired randomisation" and result["p"] < 0.01
+    assert 0.25 < result["diff"] < 0.35 and result["ci_high"] - result["ci_low"] < 0.1
+
+
+def test_randomisation_p_of_pure_noise_is_not_small():
+    rng = np.random.default_rng(2)
+    a = numeric_run("a", rng.normal(0, 1, 200), np.ones(200))
+    b = numeric_run("b", rng.normal(0, 1, 200), np.ones(200))
+    assert paired_difference(a.quality, b.quality)["p"] > 0.05
+
+
+def test_pooled_jsd_recipe_recounts_kmers():
+    records = [{"index": 0, "sequence": "ACCA"}, {"index": 1, "sequence": "CC"}]
+    counts = kmer_counts(["ACCA", "CC"], "AC", 2)       # AA AC CA CC
+    assert counts.tolist() == [[0, 1, 1, 1], [0, 0, 0, 1]]
+    metric = {"name": "jsd", "higher_is_better": False,
+              "per_input": {"statistic": "pooled_jsd", "fields": ["sequence"], "alphabet": "AC", "k": 1,
+                            "reference": [1, 1]}}
+    value = per_input(metric, records)()
+    assert value == pytest.approx(jsd_bits(np.array([2.0, 4.0]), np.array([1.0, 1.0])))
+    assert jsd_bits(np.array([1.0, 0.0]), np.array([0.0, 1.0])) == pytest.approx(1.0)
+
+
+def test_interpolation_is_linear_in_log_passes():
+    assert interpolate(np.array([4.0, 16.0]), np.array([0.2, 0.6]), 8) == pytest.approx(0.4)
+    assert np.isnan(interpolate(np.array([4.0, 16.0]), np.array([0.2, 0.6]), 32))
+    replicates = interpolate(np.array([[4.0, 16.0], [16.0, 4.0]]), np.array([[0.2, 0.6], [0.6, 0.2]]), 8)
+    assert replicates.tolist() == pytest.approx([0.4, 0.4])
+
+
+def test_budget_table_marks_the_best_only_where_its_lead_is_shown():
+    n = 400
+    rng = np.random.default_rng(3)
+    noise = rng.normal(0, 0.02, n)
+    strong = [numeric_run("s1", 0.5 + noise, np.full(n, 4.0)), numeric_run("s2", 0.9 + noise, np.full(n, 16.0))]
+    weak = [numeric_run("w1", 0.4 + noise, np.full(n, 4.0)), numeric_run("w2", 0.5 + noise, np.full(n, 16.0))]
+    twin = [numeric_run("t1", 0.5 + noise + rng.normal(0, 0.3, n), np.full(n, 4.0)),
+            numeric_run("t2", 0.9 + noise + rng.normal(0, 0.3, n), np.full(n, 16.0))]
+    idx = replicate_indices(n, 500)
+    cells, leads = budget_table([make_line("strong", strong, idx), make_line("weak", weak, idx)], (8,), True)
+    assert cells["strong"][8].value == pytest.approx(0.7, abs=0.01) and cells["strong"][8].best
+    assert leads[0].best == "strong" and leads[0].shown and leads[0].diff == pytest.approx(0.25, abs=0.01)
+    cells, leads = budget_table([make_line("strong", strong, idx), make_line("twin", twin, idx)], (8,), True)
+    assert not leads[0].shown and not any(c[8].best for c in cells.values())
+
+
+def test_non_inferiority_three_ways():
+    n = 500
+    rng = np.random.default_rng(4)
+    base = rng.normal(0.6, 0.05, n)
+    reference = numeric_run("seq", base, np.ones(n))
+    same = numeric_run("same", base + rng.normal(0, 0.01, n), np.ones(n))
+    worse = numeric_run("worse", base - 0.05 + rng.normal(0, 0.01, n), np.ones(n))
+    vague = numeric_run("vague", base - 0.01 + rng.normal(0, 0.15, n), np.ones(n))
+    assert non_inferiority(same, reference, 0.01)[0] == "yes"
+    assert non_inferiority(worse, reference, 0.01)[0] == "no"
+    assert non_inferiority(vague, reference, 0.01)[0] == "not shown"
