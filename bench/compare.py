@@ -5,6 +5,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.errors import BenchError
+from bench.paired import better_sign, paired_difference, per_input
+from bench.results import read_records
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOTHING_COMPARABLE = 0, 1, 3
 DEFAULT_FAIL_ON = "passes:+5%,headline:ci"
@@ -15,9 +17,13 @@ FAIL_ON_HELP = f"""Compare two sets of results (the CI regression gate).
 BASE and NEW are result folders or single result .json files. Runs are paired by task and
 strategy spec (every parameter resolved); a pair whose model, data, seed, limit, batch size,
 temperature or schema version differ is 'not comparable'. For each metric the table shows
-both values with their 95% CIs, the delta and a mark:
-  better / worse   the CIs do not overlap (direction: the file's higher_is_better)
-  within noise     the CIs overlap
+both values with their 95% CIs, the delta and a mark. Paired runs on the same inputs whose
+metric can be recomputed from the per-input records are judged by a paired test (paired
+bootstrap CI of NEW - BASE, exact McNemar or randomisation p, shown in the note); others by
+their marginal CIs:
+  better / worse   paired: the CI of the difference excludes 0; else: the CIs do not overlap
+                   (direction: the file's higher_is_better)
+  within noise     otherwise
   missing / new    in BASE only / in NEW only
   not comparable   different model, data, seed, limit, schema or metric direction
 
@@ -95,15 +101,22 @@ def read_results(path):
         data = read_json(path)
         if not is_result(data):
             raise BenchError(f"{path} is not a result summary (no schema_version, task and config)")
+        data["records_path"] = records_path(path, data)
         return [data]
     newest = {}
     for file in sorted(path.rglob("*.json")):
         data = read_json(file)
         if is_result(data):
+            data["records_path"] = records_path(file, data)
             key = (identity(data), tuple(settings(data).items()))
             if key not in newest or finished(data) >= finished(newest[key]):
                 newest[key] = data
     return list(newest.values())
+
+
+def records_path(summary_path, data):
+    """Where the run's records lie (kept in memory only, never written): beside its summary."""
+    return str(Path(summary_path).parent / str(data.get("records_file", "")))
 
 
 def finished(result):
@@ -164,16 +177,33 @@ def run_rows(b, n, limits):
     base_metrics = {m["name"]: m for m in b.get("metrics", [])}
     new_metrics = {m["name"]: m for m in n.get("metrics", [])}
     names = list(base_metrics) + [m for m in new_metrics if m not in base_metrics]
+    records = (sorted_records(b), sorted_records(n))
     return [metric_row(task, run, name, base_metrics.get(name), new_metrics.get(name),
-                       [x for x in limits if applies(x, name, b.get("headline"))])
+                       [x for x in limits if applies(x, name, b.get("headline"))], records)
             for name in names]
+
+
+def sorted_records(result):
+    """The run's per-input records by index ([] when its JSONL is missing or short)."""
+    path = Path(result.get("records_path", ""))
+    records = sorted(read_records(path), key=lambda r: r["index"]) if path.is_file() else []
+    return records if len(records) == result.get("n_samples") else []
+
+
+def paired_test(bm, nm, records):
+    """The paired difference NEW - BASE of one metric, or None when the runs cannot be paired."""
+    base_records, new_records = records
+    if not (base_records and new_records) or [r["index"] for r in base_records] != [r["index"] for r in new_records]:
+        return None
+    base, new = per_input(bm, base_records), per_input(nm, new_records)
+    return paired_difference(new, base) if base is not None and new is not None else None
 
 
 def applies(limit, name, headline):
     return limit.metric == name or (limit.metric == "headline" and name == headline)
 
 
-def mark_of(bm, nm):
+def mark_of(bm, nm, paired=None):
     """better / worse / within noise / not comparable / missing / new for one metric."""
     if nm is None:
         return "missing"
@@ -181,6 +211,10 @@ def mark_of(bm, nm):
         return "new"
     if bm["higher_is_better"] != nm["higher_is_better"]:
         return "not comparable"
+    if paired is not None:
+        if paired["ci_low"] <= 0 <= paired["ci_high"]:
+            return "within noise"
+        return "better" if better_sign(bm["higher_is_better"]) * paired["diff"] > 0 else "worse"
     if nm["ci_low"] <= bm["ci_high"] and bm["ci_low"] <= nm["ci_high"]:
         return "within noise"
     return "better" if (nm["value"] > bm["value"]) == bm["higher_is_better"] else "worse"
@@ -201,16 +235,26 @@ def breaks(limit, bm, nm, mark):
     return worse > allowed
 
 
-def metric_row(task, run, name, bm, nm, limits):
-    mark = mark_of(bm, nm)
-    row = Row(task, run, name, bm, nm, mark)
+def metric_row(task, run, name, bm, nm, limits, records=([], [])):
+    paired = paired_test(bm, nm, records) if bm is not None and nm is not None else None
+    mark = mark_of(bm, nm, paired)
+    row = Row(task, run, name, bm, nm, mark, paired_note(paired))
     if mark in ("missing", "new", "not comparable"):
         return row
     broken = [limit for limit in limits if breaks(limit, bm, nm, mark)]
     if broken:
         row.regression = True
-        row.note = "REGRESSION beyond " + ", ".join(map(str, broken))
+        row.note = ("REGRESSION beyond " + ", ".join(map(str, broken)) + "; " + row.note).rstrip("; ")
     return row
+
+
+def paired_note(paired):
+    """'paired 0.012 [-0.004, 0.03], McNemar p 0.2 (12 vs 7)' or ''."""
+    if paired is None:
+        return ""
+    note = (f"paired {paired['diff']:+.4g} [{paired['ci_low']:.4g}, {paired['ci_high']:.4g}], "
+            f"{paired['test'].replace('exact ', '')} p {paired['p']:.3g}")
+    return note + (" ({} vs {})".format(*paired["discordant"]) if "discordant" in paired else "")
 
 
 def fmt_metric(m):

@@ -17,7 +17,7 @@ from bench.registry import REPORTS, load_plugins  # noqa: E402
 from bench.results import find_results  # noqa: E402
 from bench.claims import budget_rows, claims_markdown, speedup_table, task_verdicts  # noqa: E402
 from bench.sweeps import point_label, reference_run, sweep_lines  # noqa: E402
-from bench.table import csv_text, headline_rows, latex, markdown, metric_of, numeric_rows, summary_rows  # noqa: E402
+from bench.table import csv_text, latex, markdown, metric_of, numeric_rows, summary_rows  # noqa: E402
 
 plt.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42})  # TrueType fonts embedded in PDF/PS
 
@@ -191,10 +191,9 @@ def draw_pareto(results, task, out_dir, layout=LAYOUTS[0], metric=None):
 
 
 def write_tables(results, task, out_dir, root):
-    """table_<task>, headline_<task> (passes and the headline only) and speedup_<task> as .md,
-    .csv and .tex; returns the paths."""
-    tables = {f"table_{task}": (summary_rows(results), numeric_rows(results)),
-              f"headline_{task}": (headline_rows(results), headline_rows(results))}
+    """table_<task> (every run), budgets_<task> (the headline: strategies x pass budgets) and
+    speedup_<task> as .md, .csv and .tex, and claims_<task>.md; returns the paths."""
+    tables = {f"table_{task}": (summary_rows(results), numeric_rows(results))}
     verdicts = task_verdicts(results, task, root)
     if verdicts is not None:
         tables[f"budgets_{task}"] = (budget_rows(verdicts), budget_rows(verdicts, numeric=True))

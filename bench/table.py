@@ -32,14 +32,6 @@ def summary_rows(results):
     return header, rows
 
 
-def headline_rows(results):
-    """Header and rows of the short table: strategy, mean passes and the headline metric."""
-    headline = results[0]["headline"]
-    rows = [[r["label"], fmt(metric_of(r, "passes"), 2), fmt(metric_of(r, headline))]
-            for r in sorted(results, key=lambda r: metric_of(r, "passes")["value"], reverse=True)]
-    return ["strategy", "mean passes", headline], rows
-
-
 def render_text(results):
     header, rows = summary_rows(results)
     widths = [max(len(x) for x in col) for col in zip(header, *rows)]

@@ -194,3 +194,41 @@ def test_the_gate_catches_a_strategy_that_spends_more_passes(tmp_path):
     regression = next(line for line in proc.stdout.splitlines() if "REGRESSION" in line)
     assert "topk:k=3" in regression and "passes" in regression and "worse" in regression
     assert run_cli("compare", tmp_path / "good", tmp_path / "good").returncode == 0
+
+
+def with_records(folder, name, exact):
+    """A result with per-input records (``exact`` 0/1 per board) written beside it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    accuracy = float(sum(exact)) / len(exact)
+    summary = result(accuracy=accuracy)
+    summary["n_samples"] = len(exact)
+    summary["metrics"][0]["per_input"] = {"statistic": "mean", "fields": ["exact"]}
+    summary["records_file"] = f"{name}.jsonl"
+    (folder / f"{name}.json").write_text(json.dumps(summary))
+    (folder / f"{name}.jsonl").write_text("".join(json.dumps({"index": i, "exact": e, "passes": 20}) + "\n"
+                                                  for i, e in enumerate(exact)))
+    return folder
+
+
+def test_runs_on_the_same_inputs_are_judged_by_the_paired_test(tmp_path):
+    base = [1] * 50 + [0] * 50
+    worse = [0] * 20 + [1] * 30 + [0] * 50            # 20 boards lost, none gained: 0.30 vs 0.50
+    lines = []
+    status = compare(with_records(tmp_path / "b", "r", base), with_records(tmp_path / "n", "r", worse),
+                     "headline:ci", lines.append)
+    row = next(line for line in lines[0].splitlines() if "exact_accuracy" in line)
+    assert "worse" in row and "McNemar p 1.91e-06 (0 vs 20)" in row and status == 1
+    lines = []
+    status = compare(with_records(tmp_path / "b2", "r", base), with_records(tmp_path / "n2", "r", base),
+                     "headline:ci", lines.append)
+    row = next(line for line in lines[0].splitlines() if "exact_accuracy" in line)
+    assert "within noise" in row and "paired +0 [0, 0], McNemar p 1 (0 vs 0)" in row and status == 0
+
+
+def test_a_small_shift_the_marginal_cis_miss_is_found_when_paired(tmp_path):
+    base = [1] * 300 + [0] * 700
+    new = [0] * 20 + [1] * 280 + [0] * 700             # 0.28 vs 0.30: marginal 95% CIs overlap
+    lines = []
+    compare(with_records(tmp_path / "b", "r", base), with_records(tmp_path / "n", "r", new), "headline:ci",
+            lines.append)
+    assert "worse" in next(line for line in lines[0].splitlines() if "exact_accuracy" in line)

@@ -170,7 +170,7 @@ def test_mi_strategy_decodes_with_a_bound_estimator_and_stops_on_nan(tmp_path):
 
 def test_oracle_keeps_a_copied_pair_apart_and_counts_probing_passes():
     model = JointModel()
-    oracle = MIOracle(gamma=10.0, lam=100.0)   # a budget large enough for everything but MI
+    oracle = MIOracle(gamma=10.0, lam=100.0, target="directed")   # a budget large enough for everything but MI
     oracle.bind(Bound(None), model)
     tokens, masked = all_masked(2)
     state = StepState(tokens, masked, model(tokens, masked), 0)
@@ -271,3 +271,23 @@ def test_eb_rule_with_the_mi_term_reveals_no_more_and_pays_for_pairs():
     without, with_mi = plain.select(state), guided.select(state)
     assert (with_mi <= without).all() and with_mi.sum() < without.sum() and with_mi.any(1).all()
     assert prefix_pair_mi(mi.expand(1, -1, -1), torch.arange(12)[None]).tolist()[0][:3] == pytest.approx([0, 0.2, 0.6])
+
+
+def test_symmetric_oracle_probes_the_candidates_too_and_keeps_the_pair_apart():
+    model = JointModel()
+    oracle = MIOracle(gamma=10.0, lam=100.0)
+    assert oracle.target == "symmetric"
+    oracle.bind(Bound(None), model)
+    tokens, masked = all_masked(2)
+    state = StepState(tokens, masked, model(tokens, masked), 0)
+    assert oracle.select(state).tolist() == [[True, False, True]] * 2
+    # X2 probed when taken; X0 and X1 probed as candidates (X0's row reused once taken): 3 x 2 values
+    assert state.aux_passes.tolist() == [6, 6]
+
+
+def test_greedy_adds_the_candidate_side_penalty():
+    entropy, masked = torch.tensor([[0.1, 0.2, 0.3]]), torch.ones(1, 3, dtype=torch.bool)
+    no_pair = lambda rows, positions: torch.zeros(len(rows), 3)  # noqa: E731
+    back = lambda rows, positions, chosen: torch.full((len(rows),), 1.0)  # noqa: E731
+    assert greedy_select(entropy, masked, 1.0, 1.0, no_pair).tolist() == [[True, True, True]]
+    assert greedy_select(entropy, masked, 1.0, 1.0, no_pair, back).tolist() == [[True, False, False]]

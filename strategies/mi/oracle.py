@@ -1,11 +1,14 @@
 """The MI-guided rule on the exact MI of the current state, measured by probing the model.
 
-When the greedy walk (strategies/mi/greedy.py) takes a position j, the model is run once for
-every value of X_j (V probing passes) to get I(X_j; X_i | state) for all i, conditioned on j;
-the walk needs nothing else. Probing passes are counted per sample and reported apart from
-decoding passes (``probe_passes``). It shows what a perfect estimator would buy.
+Probing position j runs the model once for every value of X_j (V probing passes) and gives the
+directed row I(X_j; X_i | state) for all i, conditioned on j. The model's conditionals need not
+agree with one joint, so the two directions differ. ``target=symmetric`` (default) uses their
+mean, the target the estimator is trained on: a pick's row is probed when it is taken, and a
+candidate's own row when its entropy still fits the budget. ``target=directed`` uses the picks'
+rows alone (what the first version did). Probing passes are counted per sample and reported
+apart from decoding passes (``probe_passes``). It shows what a perfect estimator would buy.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import torch
@@ -17,6 +20,8 @@ from strategies.mi.exact import mi_given_positions
 from strategies.mi.greedy import greedy_select
 from strategies.mi.guided import check_budget
 
+TARGETS = ("symmetric", "directed")   # symmetric: the mean of both directions, as the estimator learns
+
 
 @register_strategy
 @dataclass
@@ -25,10 +30,13 @@ class MIOracle(Strategy):
     name: ClassVar[str] = "mi_oracle"
     gamma: float = 0.3
     lam: float = 1.0
+    target: str = field(default="symmetric", metadata={"choices": TARGETS})
     aux_passes_metric: ClassVar[str] = "probe_passes"
 
     def __post_init__(self):
         check_budget(self.gamma, self.lam)
+        if self.target not in TARGETS:
+            raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {self.target!r}")
         self.model = None
 
     def bind(self, task, model):
@@ -37,11 +45,29 @@ class MIOracle(Strategy):
     def select(self, state):
         if self.model is None:
             raise BenchError("strategy mi_oracle has no model to probe (bind(task, model) was not called)")
-        n_values = state.out.logits.shape[-1]
+        probes = ProbedRows(self.model, state)
+        if self.target == "directed":
+            return greedy_select(state.entropy, state.masked, self.gamma, self.lam, probes.rows)
+        half = lambda rows, positions: 0.5 * probes.rows(rows, positions)  # noqa: E731
+        back = lambda rows, positions, chosen: 0.5 * (probes.rows(rows, positions) * chosen).sum(1)  # noqa: E731
+        return greedy_select(state.entropy, state.masked, self.gamma, self.lam, half, back)
 
-        def probe(rows, positions):
-            state.aux_passes[rows] += n_values   # probing passes, reported apart
-            return mi_given_positions(self.model, state.tokens[rows], state.masked[rows],
-                                      state.out.logits[rows], positions)
 
-        return greedy_select(state.entropy, state.masked, self.gamma, self.lam, probe)
+class ProbedRows:
+    """Directed exact MI rows I(X_i; . | state), conditioning on X_i, probed once per (row, i) per
+    pass (V probing passes each, added to the state's aux_passes)."""
+
+    def __init__(self, model, state):
+        self.model, self.state = model, state
+        batch, n = state.masked.shape
+        self.known = torch.full((batch, n, n), float("nan"))
+
+    def rows(self, rows, positions):
+        """[R, N]: the MI row of each (row, position), probing those not yet probed."""
+        missing = self.known[rows, positions, 0].isnan()
+        if missing.any():
+            r, p, state = rows[missing], positions[missing], self.state
+            state.aux_passes[r] += state.out.logits.shape[-1]   # probing passes, reported apart
+            self.known[r, p] = mi_given_positions(self.model, state.tokens[r], state.masked[r],
+                                                  state.out.logits[r], p).float()
+        return self.known[rows, positions]
