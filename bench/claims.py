@@ -40,8 +40,9 @@ def fmt(value, digits=3):
     return "-" if value is None or np.isnan(value) else f"{value:.{digits}g}"
 
 
-def fmt_ci(value, low, high, digits=3):
-    return f"{fmt(value, digits)} [{fmt(low, digits)}, {fmt(high, digits)}]"
+def fmt_ci(value, low, high, digits=3, signed=False):
+    head = f"{value:+.{digits}g}" if signed and not np.isnan(value) else fmt(value, digits)
+    return f"{head} [{fmt(low, digits)}, {fmt(high, digits)}]"
 
 
 def fmt_p(p):
@@ -137,6 +138,8 @@ def budget_rows(v, numeric=False):
     rows = []
     for name, by_budget in v.cells.items():
         cells = [by_budget[b] for b in v.budgets] + [v.areas[name]]
+        if all(c is None for c in cells):
+            continue                       # a single run (sequential) or a sweep outside every budget
         if numeric:
             rows.append([name] + [x for c in cells for x in ((c.value, c.low, c.high) if c else (None,) * 3)])
         else:
@@ -157,7 +160,7 @@ def speedup_table(v, numeric=False):
             rows.append([r.line, r.run.label, r.run.passes(), d["diff"], d["ci_low"], d["ci_high"], d["p"],
                          d["test"], r.ratio, 1 / r.ratio, r.verdict])
         else:
-            rows.append([r.line, r.run.label, f"{r.run.passes():.2f}", fmt_ci(d["diff"], d["ci_low"], d["ci_high"]),
+            rows.append([r.line, r.run.label, f"{r.run.passes():.2f}", fmt_ci(d["diff"], d["ci_low"], d["ci_high"], signed=True),
                          fmt_p(d["p"]), d["test"], f"{r.ratio:.3f}", f"{1 / r.ratio:.2f}x", r.verdict])
     if numeric:
         header = header[:3] + ["diff", "diff_ci_low", "diff_ci_high"] + header[4:]
@@ -168,12 +171,12 @@ def lead_sentence(v, lead):
     verdict = ("shown: the paired CI excludes 0" if lead.shown
                else "not shown: the paired CI includes 0")
     return (f"- At {lead.budget:g} passes, `{lead.best}` leads `{lead.runner_up}` by "
-            f"{fmt_ci(lead.diff, lead.low, lead.high)} {v.headline} (bootstrap p {fmt_p(lead.p)}); {verdict}.")
+            f"{fmt_ci(lead.diff, lead.low, lead.high, signed=True)} {v.headline} (bootstrap p {fmt_p(lead.p)}); {verdict}.")
 
 
 def speedup_sentence(v, row):
     d = row.diff
-    detail = f"{fmt_ci(d['diff'], d['ci_low'], d['ci_high'])} {v.headline}, {d['test']} p {fmt_p(d['p'])}"
+    detail = f"{fmt_ci(d['diff'], d['ci_low'], d['ci_high'], signed=True)} {v.headline}, {d['test']} p {fmt_p(d['p'])}"
     if "discordant" in d:
         detail += f", {d['discordant'][0]} vs {d['discordant'][1]} discordant inputs"
     said = {"yes": f"is non-inferior to sequential within {v.margin:g}",
@@ -183,17 +186,20 @@ def speedup_sentence(v, row):
             f"sequential) {said}: {detail}.")
 
 
-def ablation_sentences(v, idea, pairs, at_budgets):
+def ablation_sentences(v, idea, pairs, at_budgets, same_parameters=True):
+    """The idea minus its ablation at equal budgets, and (``same_parameters``) run by run."""
     lines = [f"- **{idea}**:"]
-    for pair in pairs:
-        q, p = pair["quality"], pair["passes"]
-        lines.append(f"  - `{pair['run']}` minus `{pair['ablation']}`: {fmt_ci(q['diff'], q['ci_low'], q['ci_high'])} "
-                     f"{v.headline} ({q['test']} p {fmt_p(q['p'])}), "
-                     f"{fmt_ci(p['diff'], p['ci_low'], p['ci_high'])} passes.")
     for budget, diff, low, high, p in at_budgets:
-        lines.append(f"  - at {budget:g} passes: {fmt_ci(diff, low, high)} {v.headline} (bootstrap p {fmt_p(p)}).")
-    if len(lines) == 1:
-        lines.append("  - no runs of both lines on these inputs.")
+        lines.append(f"  - at {budget:g} passes: {fmt_ci(diff, low, high, signed=True)} {v.headline} "
+                     f"(bootstrap p {fmt_p(p)}).")
+    for pair in pairs if same_parameters else []:
+        q, p = pair["quality"], pair["passes"]
+        lines.append(f"  - `{pair['run']}` minus `{pair['ablation']}`: "
+                     f"{fmt_ci(q['diff'], q['ci_low'], q['ci_high'], signed=True)} {v.headline} "
+                     f"({q['test']} p {fmt_p(q['p'])}), {fmt_ci(p['diff'], p['ci_low'], p['ci_high'], signed=True)} passes.")
+    if not at_budgets and not (pairs and same_parameters):
+        lines.append("  - no budget where both sweeps have runs on these inputs"
+                     + (f"; run by run in claims_{v.task}.md." if pairs else "."))
     return lines
 
 
@@ -211,3 +217,16 @@ def claims_markdown(v):
         for idea, pairs, at_budgets in v.ablations:
             out += ablation_sentences(v, idea, pairs, at_budgets)
     return "\n".join(out) + "\n"
+
+
+def ablations_markdown(verdicts):
+    """Each task's ablations at equal pass budgets under its name ('' when no task has any); the
+    run-by-run pairs are in each task's claims."""
+    out = []
+    for v in verdicts:
+        if v.ablations:
+            out += [f"{v.task} ({v.n_inputs} inputs, {v.headline}):"]
+            for idea, pairs, at_budgets in v.ablations:
+                out += ablation_sentences(v, idea, pairs, at_budgets, same_parameters=False)
+            out.append("")
+    return "\n".join(out).rstrip("\n") + "\n" if out else ""

@@ -15,7 +15,7 @@ from bench.docs import sync_markdown  # noqa: E402
 from bench.errors import BenchError  # noqa: E402
 from bench.registry import REPORTS, load_plugins  # noqa: E402
 from bench.results import find_results  # noqa: E402
-from bench.claims import budget_rows, claims_markdown, speedup_table, task_verdicts  # noqa: E402
+from bench.claims import ablations_markdown, budget_rows, claims_markdown, speedup_table, task_verdicts  # noqa: E402
 from bench.sweeps import point_label, reference_run, sweep_lines  # noqa: E402
 from bench.table import csv_text, latex, markdown, metric_of, numeric_rows, summary_rows  # noqa: E402
 
@@ -63,7 +63,8 @@ def pareto_front(points, higher_is_better):
 # A fixed colour per strategy name, the same in every figure whatever else is registered; add
 # new strategies here. Names not listed get a stable colour from their name (crc32 into tab10).
 COLOURS = {"eb": "#1f77b4", "margin": "#ff7f0e", "mi": "#2ca02c", "mi_oracle": "#d62728",
-           "sequential": "#9467bd", "threshold": "#8c564b", "topk": "#e377c2", "learned": "#17becf"}
+           "sequential": "#9467bd", "threshold": "#8c564b", "topk": "#e377c2", "learned": "#17becf",
+           "mi_eb": "#bcbd22"}
 
 
 def strategy_color(name):
@@ -190,11 +191,10 @@ def draw_pareto(results, task, out_dir, layout=LAYOUTS[0], metric=None):
     return paths
 
 
-def write_tables(results, task, out_dir, root):
+def write_tables(results, task, out_dir, verdicts):
     """table_<task> (every run), budgets_<task> (the headline: strategies x pass budgets) and
     speedup_<task> as .md, .csv and .tex, and claims_<task>.md; returns the paths."""
     tables = {f"table_{task}": (summary_rows(results), numeric_rows(results))}
-    verdicts = task_verdicts(results, task, root)
     if verdicts is not None:
         tables[f"budgets_{task}"] = (budget_rows(verdicts), budget_rows(verdicts, numeric=True))
         tables[f"speedup_{task}"] = (speedup_table(verdicts), speedup_table(verdicts, numeric=True))
@@ -218,12 +218,15 @@ def extra_figures(results):
 
 
 def task_groups(results_dir):
-    """task -> (its largest comparable group of results, how many runs were left out)."""
+    """task -> (its largest comparable group of results, how many runs were left out, its verdicts
+    or None where its runs cannot be paired)."""
     results = find_results(results_dir)
     if not results:
         raise BenchError(f"no result files under {results_dir}; make some with: python -m bench run")
-    return {task: comparison_group([r for r in results if r["task"] == task])
-            for task in sorted({r["task"] for r in results})}
+    groups = {task: comparison_group([r for r in results if r["task"] == task])
+              for task in sorted({r["task"] for r in results})}
+    return {task: (group, left_out, task_verdicts(group, task, results_dir))
+            for task, (group, left_out) in groups.items()}
 
 
 def draw_figures(group, task, out_dir):
@@ -243,9 +246,20 @@ def plugin_sections(results_dir, out_dir, figures=True):
 def write_all_tables(results_dir, out_dir):
     """Every table `bench report` writes, without the figures; returns the paths."""
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    paths = [p for task, (group, _) in task_groups(results_dir).items()
-             for p in write_tables(group, task, out_dir, results_dir)]
+    groups = task_groups(results_dir)
+    paths = [p for task, (group, _, verdicts) in groups.items() for p in write_tables(group, task, out_dir, verdicts)]
+    paths += write_ablations([verdicts for _, _, verdicts in groups.values()], out_dir)
     return paths + [p for section in plugin_sections(results_dir, out_dir, figures=False).values() for p in section]
+
+
+def write_ablations(verdicts, out_dir):
+    """ablations.md: every task's ablation claims in one file (what README quotes)."""
+    text = ablations_markdown([v for v in verdicts if v is not None])
+    if not text:
+        return []
+    path = Path(out_dir) / "ablations.md"
+    path.write_text(text)
+    return [path]
 
 
 def report(results_dir, out_dir, docs_root=None):
@@ -253,10 +267,12 @@ def report(results_dir, out_dir, docs_root=None):
     the report tables quoted in the .md files under ``docs_root`` are rewritten."""
     groups = task_groups(results_dir)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    for task, (group, left_out) in groups.items():
-        paths = draw_figures(group, task, out_dir) + write_tables(group, task, out_dir, results_dir)
+    for task, (group, left_out, verdicts) in groups.items():
+        paths = draw_figures(group, task, out_dir) + write_tables(group, task, out_dir, verdicts)
         note = f" ({left_out} runs of other models/data/limits/seeds left out)" if left_out else ""
         print(f"{task}: {len(group)} runs{note} -> {', '.join(p.name for p in paths)} in {out_dir}")
+    for path in write_ablations([verdicts for _, _, verdicts in groups.values()], out_dir):
+        print(f"ablations: {path.name} in {out_dir}")
     for name, paths in plugin_sections(results_dir, out_dir).items():
         if paths:
             print(f"{name}: {', '.join(p.name for p in paths)} in {out_dir}")

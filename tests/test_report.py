@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from bench.report import LAYOUTS, draw_lines, label_points, report, strategy_color
-from bench.sweeps import point_label, speedup_rows, sweep_lines
+from bench.sweeps import point_label, sweep_lines
 
 
 def run(spec, passes, accuracy, params, label=None):
@@ -61,25 +61,50 @@ def test_tables_as_markdown_csv_and_latex(drawn):
     assert tex.startswith(r"\begin{tabular}") and r"exact\_accuracy" in tex and r"\bottomrule" in tex
 
 
-def test_speedup_table_takes_the_cheapest_run_at_sequential_quality_or_the_closest(drawn):
-    header, rows = speedup_rows(RUNS)
-    by_line = {row[0]: row for row in rows}
-    assert by_line["eb"][1:3] == ["eb:gamma=0.1", "10.00"] and by_line["eb"][-1] == "yes"
-    assert by_line["eb"][header.index("passes / sequential")] == "0.200"
-    assert by_line["topk order=confidence"][1] == "topk:k=2" and by_line["topk order=confidence"][-1] == "no (closest)"
-    assert rows[0][0] == "eb" and by_line["sequential"][header.index("speed-up")] == "1.00x"
-    numbers = list(csv.DictReader((drawn / "speedup_sudoku.csv").open()))
-    assert {r["strategy"]: float(r["passes / sequential"]) for r in numbers}["eb"] == pytest.approx(0.2)
-    assert (drawn / "speedup_sudoku.md").exists() and (drawn / "speedup_sudoku.tex").exists()
+def with_records(folder, summary, exact, passes):
+    """Write ``summary`` with per-input records (0/1 ``exact``, constant ``passes``) beside it."""
+    name = summary["label"].replace(":", "_").replace("=", "_").replace(",", "_")
+    summary = json.loads(json.dumps(summary))
+    summary.update(n_samples=len(exact), records_file=f"{name}.jsonl")
+    summary["metrics"][0]["per_input"] = {"statistic": "mean", "fields": ["exact"]}
+    summary["metrics"][1]["per_input"] = {"statistic": "mean", "fields": ["passes"]}
+    (folder / f"{name}.json").write_text(json.dumps(summary))
+    (folder / f"{name}.jsonl").write_text("".join(json.dumps({"index": i, "exact": e, "passes": passes}) + "\n"
+                                                  for i, e in enumerate(exact)))
 
 
-def test_a_speedup_table_needs_a_sequential_run():
-    assert speedup_rows(RUNS[1:]) is None
+def test_speedup_table_takes_the_cheapest_run_a_paired_test_shows_non_inferior(tmp_path):
+    from bench.report import write_all_tables
+    results = tmp_path / "results"
+    results.mkdir()
+    base = [1] * 300 + [0] * 300
+    outcomes = {"sequential": base, "eb:gamma=0.1": base, "eb:gamma=1": [0] * 600,
+                "topk:k=2": [1] * 200 + [0] * 400, "topk:k=5": [0] * 600}
+    for r in RUNS[:5]:
+        with_records(results, r, outcomes[r["label"]], r["metrics"][1]["value"])
+    write_all_tables(results, tmp_path / "reports")
+    rows = list(csv.DictReader((tmp_path / "reports" / "speedup_sudoku.csv").open()))
+    by_line = {r["strategy"]: r for r in rows}
+    assert by_line["eb"]["run"] == "eb:gamma=0.1" and by_line["eb"]["non-inferior (margin 0.01)"] == "yes"
+    assert float(by_line["eb"]["passes / sequential"]) == pytest.approx(0.2) and float(by_line["eb"]["diff"]) == 0
+    assert by_line["topk"]["run"] == "topk:k=2" and by_line["topk"]["non-inferior (margin 0.01)"] == "no"
+    assert "sequential" not in by_line
+    claims = (tmp_path / "reports" / "claims_sudoku.md").read_text()
+    assert "`eb:gamma=0.1` (10.0 passes, 5.00x fewer than sequential) is non-inferior" in claims
+    assert "`topk:k=2` (25.0 passes, 2.00x fewer than sequential) is worse than sequential by more than 0.01" in claims
+
+
+def test_no_verdict_tables_without_per_input_records(drawn):
+    assert not (drawn / "speedup_sudoku.md").exists() and not (drawn / "claims_sudoku.md").exists()
 
 
 def test_sweep_lines_join_a_strategy_sorted_by_passes_and_split_on_non_numeric_parameters():
     lines = sweep_lines(RUNS)
     assert list(lines) == ["eb", "sequential", "topk order=confidence", "topk order=margin"]
+    ablation = [run("mi:gamma=0.3,lam=1.0", 15, 0.6, {"gamma": 0.3, "lam": 1.0}),
+                run("mi:gamma=1.0,lam=1.0", 8, 0.5, {"gamma": 1.0, "lam": 1.0}),
+                run("mi:gamma=0.3,lam=0.0", 14, 0.6, {"gamma": 0.3, "lam": 0.0})]
+    assert {k: len(v) for k, v in sweep_lines(ablation).items()} == {"mi lam=0.0": 1, "mi lam=1.0": 2}
     assert [r["label"] for r in lines["eb"]] == ["eb:gamma=1", "eb:gamma=0.1"]
     assert [point_label(r, lines["topk order=confidence"]) for r in lines["topk order=confidence"]] == ["k=5", "k=2"]
     assert point_label(lines["sequential"][0], lines["sequential"]) == ""
