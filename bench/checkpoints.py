@@ -1,8 +1,8 @@
-"""Saving and loading weights: atomic writes, clear errors, a content hash as identity; the cache folder."""
+"""Files besides results: weights (atomic writes, clear errors, a content hash as identity),
+input text files (one-line errors for binary or non-UTF-8 data), the cache folder."""
 import hashlib
 import os
-import pickle
-import zipfile
+import uuid
 from pathlib import Path
 
 import torch
@@ -20,9 +20,12 @@ def save_atomic(path, payload):
     """torch.save to a temp file, then rename: a killed write never leaves a half file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")  # unique: writers may race
+    try:
+        torch.save(payload, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)  # only left when the save failed
 
 
 def load_payload(path, what, how_to_make):
@@ -32,12 +35,31 @@ def load_payload(path, what, how_to_make):
         raise BenchError(f"{what} checkpoint not found: {path} (make it with: {how_to_make})")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError) as err:
+    except Exception as err:  # a foreign or damaged file makes the unpickler raise almost anything
         raise BenchError(f"{what} checkpoint {path} is corrupt or unreadable "
                          f"({type(err).__name__}); remake it with: {how_to_make}") from None
     if not isinstance(payload, dict) or "state_dict" not in payload:
         raise BenchError(f"{what} checkpoint {path} has no state_dict; remake it with: {how_to_make}")
     return payload
+
+
+def read_text_file(path, what):
+    """The text of an input file (UTF-8, a leading byte-order mark allowed); a one-line BenchError
+    when it is missing, unreadable, binary or not UTF-8."""
+    path = Path(path)
+    if not path.is_file():
+        raise BenchError(f"{what} not found: {path}")
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise BenchError(f"{what} {path} cannot be read ({err.strerror})") from None
+    if b"\0" in data:
+        raise BenchError(f"{what} {path} is binary (it holds NUL bytes), not text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise BenchError(f"{what} {path} is not UTF-8 text "
+                         f"(byte {data[err.start]:#04x} at offset {err.start})") from None
 
 
 def file_id(path):
@@ -50,7 +72,7 @@ def build_from_payload(payload, build, what, path, how_to_make):
     file does not fit the code."""
     try:
         return build(payload)
-    except (TypeError, KeyError, RuntimeError) as err:
+    except Exception as err:  # a config that does not fit the code can fail anywhere in the constructor
         raise BenchError(f"{what} {path} does not match the {what.split()[-1]} code "
                          f"({str(err).splitlines()[0][:100]}); remake it with: {how_to_make}") from None
 

@@ -19,10 +19,13 @@ def add_run(sub):
     run.add_argument("--tasks", help=f"comma-separated task names (default: the preset's; without --preset: {DEFAULT_TASK})")
     run.add_argument("--strategies", help="comma-separated specs, e.g. sequential,topk:k=7,order=margin "
                                           "(default: the preset's sweep per task)")
-    run.add_argument("--seed", type=int, help="seed of every sampled choice (default: the preset's, 0)")
+    run.add_argument("--seed", type=int, help="seed of every sampled choice, 0 to 2**32 - 1 (default: the preset's, 0)")
     run.add_argument("--limit", type=int, help="only the first N inputs (default: the preset's; all)")
     run.add_argument("--out", default="results", help="results folder (default: results)")
-    run.add_argument("--batch-size", type=int, default=250, help="inputs decoded together (default 250)")
+    run.add_argument("--batch-size", type=int, default=250, help="inputs decoded together, at least 1 (default 250)")
+    run.add_argument("--verify", type=int, default=4, metavar="N",
+                     help="runs found complete: decode N of their inputs again and check they reproduce "
+                          "the stored records (default 4; 0 skips; sampled runs are not checked)")
     run.add_argument("--data", help="input file for the task (`bench list` says what each task takes)")
     run.add_argument("--model", help="model checkpoint for the task (default: the shipped one)")
 

@@ -1,12 +1,13 @@
 """`bench compare BASE NEW`: pair runs, per-metric deltas and marks, and the regression gate."""
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench.errors import BenchError
 from bench.paired import better_sign, paired_difference, per_input
-from bench.results import read_records
+from bench.results import read_records, scan_results
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOTHING_COMPARABLE = 0, 1, 3
 DEFAULT_FAIL_ON = "passes:+5%,headline:ci"
@@ -92,8 +93,9 @@ def read_json(path):
         raise BenchError(f"cannot read {path}: {err}") from None
 
 
-def read_results(path):
-    """Result summaries in ``path`` (one .json, or every .json under a folder), newest per run."""
+def read_results(path, role="NEW"):
+    """(result summaries in ``path`` (one .json, or every .json under a folder), newest per run;
+    how many files there could not be read, each named on stderr)."""
     path = Path(path)
     if not path.exists():
         raise BenchError(f"{path}: no such file or folder")
@@ -102,16 +104,17 @@ def read_results(path):
         if not is_result(data):
             raise BenchError(f"{path} is not a result summary (no schema_version, task and config)")
         data["records_path"] = records_path(path, data)
-        return [data]
+        return [data], 0
+    found, problems = scan_results(path, with_paths=True, any_schema=True)
+    for problem in problems:
+        print(f"unreadable {role} file: {problem}", file=sys.stderr)
     newest = {}
-    for file in sorted(path.rglob("*.json")):
-        data = read_json(file)
-        if is_result(data):
-            data["records_path"] = records_path(file, data)
-            key = (identity(data), tuple(settings(data).items()))
-            if key not in newest or finished(data) >= finished(newest[key]):
-                newest[key] = data
-    return list(newest.values())
+    for file, data in found:
+        data["records_path"] = records_path(file, data)
+        key = (identity(data), tuple(settings(data).items()))
+        if key not in newest or finished(data) >= finished(newest[key]):
+            newest[key] = data
+    return list(newest.values()), len(problems)
 
 
 def records_path(summary_path, data):
@@ -304,7 +307,10 @@ def verdict(rows, compared):
 def compare(base_path, new_path, fail_on=DEFAULT_FAIL_ON, out=print):
     """Compare the results in ``base_path`` with those in ``new_path``; returns the exit status."""
     limits = parse_fail_on(fail_on)
-    base, new = read_results(base_path), read_results(new_path)
+    (base, base_problems), (new, _) = read_results(base_path, "BASE"), read_results(new_path, "NEW")
+    if base_problems:   # a gate must not pass because its baseline went missing
+        raise BenchError(f"{base_problems} unreadable file(s) in the baseline {base_path} (named above); "
+                         f"fix or remove them")
     check_limit_names(limits, base + new)
     pairs = pair_runs(base, new)
     rows = [row for b, n in pairs for row in run_rows(b, n, limits)]

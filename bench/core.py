@@ -92,6 +92,11 @@ class Strategy:
     name: ClassVar[str]
     aux_passes_metric: ClassVar[str | None] = None   # record name of aux passes (e.g. probe_passes); None: spends none
 
+    def samples(self) -> bool:
+        """Whether the strategy draws random numbers to choose (then `--verify` cannot re-decode
+        a few inputs alone and expect the same draws)."""
+        return False
+
     def bind(self, task, model):
         """Load what the strategy needs besides the state (trained helpers, the model to probe)."""
 
@@ -167,6 +172,10 @@ class Task:
 
     def floor_label(self) -> str:
         return "a second reference sample against the first"
+
+    def data_summary(self) -> str:
+        """What the run line says about the data besides its size ('' for nothing)."""
+        return ""
 
     def train_model(self, settings: list[str], out: str | None) -> None:
         """`bench train TASK KEY=VALUE...`: train the task's model."""

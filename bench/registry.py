@@ -144,12 +144,13 @@ def param_help(cls):
 
 
 BOOLEANS = {"true": True, "false": False}
+INT_LIMIT = 2 ** 63  # ints must fit a signed 64-bit integer: torch and numpy take no more
 
 
 def cast_value(type_name, text):
     """``text`` as a value of the type called ``type_name`` (int, float, bool, str); ValueError if it
     is not one. The one rule for every KEY=VALUE on the command line: booleans are true or false;
-    floats are finite."""
+    floats are finite; ints fit 64 bits."""
     if type_name == "bool":
         if text.lower() not in BOOLEANS:
             raise ValueError(f"{text!r} is not a bool (true or false)")
@@ -160,7 +161,14 @@ def cast_value(type_name, text):
         raise ValueError(f"{text!r} is not a {type_name}") from None
     if type_name == "float" and not math.isfinite(value):
         raise ValueError(f"{text!r} is not a finite float")
+    if type_name == "int" and not -INT_LIMIT <= value < INT_LIMIT:
+        raise ValueError(f"{text!r} is out of range (a 64-bit integer)")
     return value
+
+
+def field_type_name(f):
+    """The name of a dataclass field's type, whether annotated with the type or a string."""
+    return getattr(f.type, "__name__", str(f.type))
 
 
 def set_fields(config, pairs, what):
@@ -173,9 +181,8 @@ def set_fields(config, pairs, what):
             raise BenchError(f"{what}: {pair!r} needs the form key=value")
         if key not in by_name:
             raise BenchError(f"unknown setting {key!r} for {what}{closest(key, by_name)}; allowed: {', '.join(by_name)}")
-        type_name = getattr(by_name[key].type, "__name__", str(by_name[key].type))
         try:
-            setattr(config, key, cast_value(type_name, text))
+            setattr(config, key, cast_value(field_type_name(by_name[key]), text))
         except ValueError as err:
             raise BenchError(f"{what}: {key}={text!r}: {err}") from None
     return config
@@ -189,7 +196,8 @@ def check_choice(cls, f, value, text):
 
 
 def parse_strategy(spec):
-    """Build a strategy from 'name' or 'name:key=value,...'; one-line errors for bad input."""
+    """Build a strategy from 'name' or 'name:key=value,...'; one-line errors for bad input (an
+    unknown name or key, a key given twice, a value of the wrong type or out of range)."""
     name, _, arg_text = spec.partition(":")
     cls = lookup("strategy", name.strip(), STRATEGIES)
     by_name = {f.name: f for f in fields(cls)}
@@ -197,20 +205,22 @@ def parse_strategy(spec):
     for pair in filter(None, (p.strip() for p in arg_text.split(","))):
         key, eq, text = (part.strip() for part in pair.partition("="))
         if not eq:
-            raise BenchError(f"{name}: parameter {pair!r} needs the form key=value")
+            raise BenchError(f"{cls.name}: parameter {pair!r} needs the form key=value")
         if key not in by_name:
             allowed = ", ".join(by_name) or "none"
-            raise BenchError(f"unknown parameter {key!r} for strategy {name!r}{closest(key, by_name)}; "
+            raise BenchError(f"unknown parameter {key!r} for strategy {cls.name!r}{closest(key, by_name)}; "
                              f"allowed: {allowed}")
+        if key in kwargs:  # one value per key: 'topk:k=3,k=4' is ambiguous
+            raise BenchError(f"{cls.name}: parameter {key} is given twice; give it once")
         try:
-            kwargs[key] = cast_value(by_name[key].type.__name__, text)
+            kwargs[key] = cast_value(field_type_name(by_name[key]), text)
         except ValueError as err:
             raise BenchError(f"{cls.name}: parameter {key}: {err}") from None
         check_choice(cls, by_name[key], kwargs[key], text)
     try:
         return cls(**kwargs)
-    except ValueError as err:
-        raise BenchError(f"{name}: {err}") from None
+    except (ValueError, TypeError, OverflowError) as err:  # the strategy's own checks of its values
+        raise BenchError(f"{cls.name}: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from None
 
 
 def canonical(strategy):

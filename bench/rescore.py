@@ -46,6 +46,7 @@ def rescore(results_dir="results", task_name=None):
             continue
         summary["metrics"] = task.summarize(records) + aux_pass_metrics(records)
         summary["floor"] = task.floor()
+        summary["floor_label"] = task.floor_label()
         summary["rescored"] = provenance()
         write_text_atomic(path, json.dumps(summary, indent=1))
         done += 1

@@ -1,23 +1,40 @@
-"""`bench run`: strategies on tasks, batches through the decode loop, resumable result files."""
-import argparse
+"""`bench run`: strategies on tasks, batches through the decode loop, resumable result files.
+
+Everything a run needs is checked before any decoding (numbers, specs, the output folder, data,
+models, helpers), so bad input costs one line and no work. A run found complete is checked
+against its records (count and checksum) and, where its decoding is deterministic, a few of its
+inputs are decoded again and must reproduce the stored records (``--verify``). A lock per run
+cell makes a second process running the same cell wait, then find it complete.
+"""
+import contextlib
+import fcntl
 import hashlib
 import json
 import re
+import shlex
 import sys
+import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 from tqdm import tqdm
 
+from bench.core import Task
 from bench.decode import decode
 from bench.errors import BenchError
 from bench.presets import plan
 from bench.provenance import provenance
 from bench.registry import canonical, make_task, parse_strategy, split_specs
-from bench.results import SCHEMA_VERSION, append_records, read_records, read_result, write_text_atomic
+from bench.results import (SCHEMA_VERSION, append_records, check_records, load_json, read_records, records_text,
+                           summary_problem, text_digest, to_json, write_text_atomic)
 from bench.stats import mean_metric
 from bench.table import render_text
+
+SEED_MAX = 2 ** 32 - 1  # numpy's and torch's generators take seeds in [0, 2**32) on every platform
+DEFAULT_BATCH_SIZE = 250
+DEFAULT_VERIFY = 4      # inputs of a run found complete that are decoded again to check it
+VOLATILE = ("batch", "batch_seconds")  # record fields that depend on the batching or the clock
 
 
 def run_config(task, model, eval_set, strategy, seed, limit, batch_size):
@@ -38,16 +55,92 @@ def result_paths(out_dir, config):
     return Path(stem + ".json"), Path(stem + ".jsonl"), Path(stem + ".partial.jsonl")  # slugs may hold dots
 
 
+# --- checks before any decoding ---------------------------------------------------------------
+
+def check_arguments(args):
+    """One-line errors for numbers and empty lists on the command line, before anything loads."""
+    if args.seed is not None and not 0 <= args.seed <= SEED_MAX:
+        raise BenchError(f"--seed must be between 0 and {SEED_MAX} (2**32 - 1), got {args.seed}")
+    if args.batch_size < 1:
+        raise BenchError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.verify < 0:
+        raise BenchError(f"--verify must be 0 (no check) or more, got {args.verify}")
+    for flag, text in (("--tasks", args.tasks), ("--strategies", args.strategies)):
+        if text is not None and not split_specs(text):
+            raise BenchError(f"{flag} is empty; name at least one (`python -m bench list` shows them)")
+
+
+def parse_specs(specs):
+    """(label, strategy) per spec; a one-line error where two specs name the same run."""
+    parsed, seen = [], {}
+    for spec in specs:
+        strategy = parse_strategy(spec)
+        if canonical(strategy) in seen:
+            raise BenchError(f"strategies {seen[canonical(strategy)]!r} and {spec!r} are the same run "
+                             f"({canonical(strategy)}); name it once")
+        seen[canonical(strategy)] = spec
+        parsed.append((spec, strategy))
+    return parsed
+
+
+def check_out_dir(out, task_names):
+    """Each task's results folder must be a folder this process can write into: checked first,
+    so that a bad --out never costs decoded batches."""
+    if Path(out).exists() and not Path(out).is_dir():
+        raise BenchError(f"--out {out} is a file, not a folder")
+    for name in task_names:
+        folder = Path(out) / name
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as err:
+            raise BenchError(f"--out {out}: cannot write results into {folder} ({err.strerror or err})") from None
+
+
+def make_tasks(task_names, data, model):
+    names = split_specs(task_names)
+    if (data or model) and len(names) != 1:
+        raise BenchError("--data and --model apply to one task; run one task at a time with them")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise BenchError(f"task {twice[0]} is named twice in --tasks; name it once")
+    return [make_task(name, data=data, model=model) for name in names]
+
+
+def prepare(task, strategies, task_plan):
+    """(model, {seed: inputs}) of one task, with every strategy's helpers loaded: a bad data file,
+    model or helper is an error before any decoding."""
+    eval_sets = {seed: task.eval_set(task_plan.limit, seed) for seed in task_plan.seeds}  # data first: cheaper
+    model = task.load_model()
+    for _, strategy in strategies:
+        strategy.bind(task, model)
+    return model, eval_sets
+
+
+# --- decoding -----------------------------------------------------------------------------------
+
+def decode_rows(task, model, eval_set, strategy, rows, generator):
+    """(records of eval-set ``rows`` decoded together, the batch's seconds): the one path by which
+    runs decode and by which their checks decode again."""
+    result = decode(model, eval_set.tokens[rows], eval_set.masked[rows], strategy, task.temperature, generator)
+    records = task.records(result.tokens, result.passes, rows, eval_set)
+    if strategy.aux_passes_metric:
+        for record, aux in zip(records, result.aux_passes.tolist()):
+            record[strategy.aux_passes_metric] = aux
+    return records, result.seconds
+
+
 def completed_batches(partial_path, batch_rows):
     """Records of fully written batches; the partial file is rewritten to hold just those."""
     records = read_records(partial_path)
     counts = {}
     for record in records:
-        counts[record["batch"]] = counts.get(record["batch"], 0) + 1
-    done = {b for b, c in counts.items() if c == len(batch_rows[b])}
-    kept = [r for r in records if r["batch"] in done]
+        counts[record.get("batch")] = counts.get(record.get("batch"), 0) + 1
+    done = {b for b, c in counts.items() if isinstance(b, int) and 0 <= b < len(batch_rows) and c == len(batch_rows[b])}
+    kept = [r for r in records if r.get("batch") in done]
     if Path(partial_path).exists():  # drop a batch cut short, so appends start on a clean line
-        write_text_atomic(partial_path, "".join(json.dumps(r) + "\n" for r in kept))
+        write_text_atomic(partial_path, records_text(kept))
     return kept, done
 
 
@@ -60,13 +153,9 @@ def decode_batches(task, model, eval_set, strategy, config, partial_path, label)
         if batch in done:
             continue
         generator = torch.Generator().manual_seed(config["seed"] * 100_003 + batch)
-        result = decode(model, eval_set.tokens[rows], eval_set.masked[rows], strategy,
-                        task.temperature, generator)
-        new = task.records(result.tokens, result.passes, rows, eval_set)
-        for i, record in enumerate(new):
-            record.update(batch=batch, batch_seconds=result.seconds)
-            if strategy.aux_passes_metric:
-                record[strategy.aux_passes_metric] = int(result.aux_passes[i])
+        new, seconds = decode_rows(task, model, eval_set, strategy, rows, generator)
+        for record in new:
+            record.update(batch=batch, batch_seconds=seconds)
         append_records(partial_path, new)
         records += new
     return sorted(records, key=lambda r: r["index"])
@@ -84,62 +173,193 @@ def aux_pass_metrics(records):
 
 def summarize(task, model, config, records, label):
     seconds = sum({r["batch"]: r["batch_seconds"] for r in records}.values())
+    floor = task.floor()
     return {"schema_version": SCHEMA_VERSION, "task": task.name, "strategy": config["strategy_spec"].split(":")[0],
             "label": label, "config": config, "headline": task.headline,
             "model": {"id": model.checkpoint_id, "path": config["task_options"].get("model"),
                       "n_params": model.n_params},
             "metrics": task.summarize(records) + aux_pass_metrics(records),
             "n_samples": len(records), "wall_seconds": seconds, "extra_figures": list(task.extra_figures),
-            "floor": task.floor(), "provenance": provenance()}
+            "floor": floor, "floor_label": task.floor_label() if floor is not None else None,
+            "provenance": provenance()}
 
 
-def run_one(task, model, eval_set, strategy, label, seed, limit, batch_size, out_dir):
-    """Run (or resume, or skip if already complete) one strategy on one task; returns the summary."""
-    strategy.bind(task, model)  # strategies with trained helpers or probing load them here
-    config = run_config(task, model, eval_set, strategy, seed, limit, batch_size)
-    summary_path, records_path, partial_path = result_paths(out_dir, config)
-    existing = read_result(summary_path)
-    if existing is not None and existing["config"] == config and records_path.exists():
-        print(f"  {label}: complete already ({summary_path})", file=sys.stderr)
-        return existing
+def decode_run(task, model, eval_set, strategy, config, paths, label):
+    """Decode a run (resuming its partial file) and write its records and summary; the summary
+    holds the record count and the records' checksum."""
+    summary_path, records_path, partial_path = paths
     records = decode_batches(task, model, eval_set, strategy, config, partial_path, label)
+    text = records_text(records)
     summary = summarize(task, model, config, records, label)
-    summary["records_file"] = records_path.name
-    write_text_atomic(records_path, "".join(json.dumps(r) + "\n" for r in records))
-    write_text_atomic(summary_path, json.dumps(summary, indent=1))
+    summary.update(records_file=records_path.name, records_sha256=text_digest(text))
+    summary_text = to_json(summary, indent=1)  # a NaN fails here, before anything is written
+    write_text_atomic(records_path, text)
+    write_text_atomic(summary_path, summary_text)
     partial_path.unlink(missing_ok=True)
     return summary
 
 
-def make_tasks(task_names, data, model):
-    names = split_specs(task_names)
-    if (data or model) and len(names) != 1:
-        raise BenchError("--data and --model apply to one task; run one task at a time with them")
-    return [make_task(name, data=data, model=model) for name in names]
+# --- runs found complete: integrity, locking, verification ----------------------------------------
 
+def complete_run(config, paths, label, say=True):
+    """(summary, records) of a finished run whose records match its summary, else None. A summary
+    that is unreadable, or whose records file is missing, short or altered, is named (``say``)
+    and its run redone."""
+    summary_path, records_path, _ = paths
+    if not summary_path.exists():
+        return None
+    summary, problem = load_json(summary_path)
+    problem = problem or summary_problem(summary)
+    if problem is None and summary["config"] != config:
+        problem = "its config is not this run's"
+    if problem is None:
+        records, problem = check_records(summary, records_path)
+        if problem is None:
+            return summary, records
+    if say:
+        print(f"  {label}: {summary_path} is incomplete ({problem}); running it again", file=sys.stderr)
+    return None
+
+
+@contextlib.contextmanager
+def cell_lock(summary_path, label):
+    """Hold the lock of one run cell (a .lock file beside its summary) while deciding whether to
+    decode it and decoding it: a second process running the same cell waits here, then finds it
+    complete. The kernel drops the lock of a killed process. The file goes once the cell is
+    complete (later processes then find it complete without locking)."""
+    path = summary_path.with_name(summary_path.name.removesuffix(".json") + ".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"  {label}: another process is running it; waiting for it to finish", file=sys.stderr)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+        path.unlink(missing_ok=True)
+
+
+def draws_randomly(task, strategy):
+    """Whether a run draws random numbers: sampled values (temperature > 0) or a strategy in a
+    sampling mode (learned:mode=sample draws its reveals)."""
+    return task.temperature > 0 or strategy.samples()
+
+
+def verify_rows(n, count):
+    """``count`` of ``n`` inputs spread evenly, first and last included: what --verify decodes."""
+    if count >= n:
+        return list(range(n))
+    return sorted({round(i * (n - 1) / max(count - 1, 1)) for i in range(count)})
+
+
+def record_difference(stored, new):
+    """'passes 13, stored 12' for the first field of ``new`` that differs from ``stored``, or ''."""
+    if stored is None:
+        return "no stored record"
+    new = json.loads(to_json(new))  # as it would be stored: tuples become lists
+    for key in sorted(set(stored) | set(new)):
+        if key not in VOLATILE and stored.get(key) != new.get(key):
+            return f"{key} {str(new.get(key))[:40]}, stored {str(stored.get(key))[:40]}"
+    return ""
+
+
+def verify_run(task, model, eval_set, strategy, records, count, label, remake):
+    """Decode ``count`` inputs of a complete run again: they must give its stored records exactly.
+    Returns a note for the run's line. Runs that draw random numbers are not checked: one
+    generator serves a whole batch, so an input's draws depend on its batch-mates."""
+    if count == 0:
+        return "not verified (--verify 0)"
+    if draws_randomly(task, strategy):
+        return "not verified: it samples, and its draws depend on the batch"
+    rows = verify_rows(len(eval_set), count)
+    stored = {r["index"]: r for r in records}
+    new, _ = decode_rows(task, model, eval_set, strategy, torch.tensor(rows), torch.Generator().manual_seed(0))
+    for record in new:
+        difference = record_difference(stored.get(record["index"]), record)
+        if difference:
+            raise BenchError(f"{label}: the stored result does not reproduce (input {record['index']}: "
+                             f"{difference}); remake it with: {remake}")
+    return f"{len(rows)} inputs decoded again reproduce it"
+
+
+def remake_command(paths, strategy, command):
+    """The shell command that deletes a run's files and decodes it again."""
+    summary_path, records_path, _ = paths
+    return (f"rm {shlex.quote(str(summary_path))} {shlex.quote(str(records_path))} && "
+            f"{shlex.join([*command, '--strategies', canonical(strategy)])}")
+
+
+def run_one(task, model, eval_set, strategy, label, seed, limit, batch_size, out_dir, verify=0, command=None):
+    """Run (or resume, or find complete and verify) one strategy on one task; returns the summary.
+    ``command`` is the `bench run` command line (without --strategies) that remakes the run."""
+    strategy.bind(task, model)  # strategies with trained helpers or probing load them here
+    config = run_config(task, model, eval_set, strategy, seed, limit, batch_size)
+    paths = result_paths(out_dir, config)
+    found = complete_run(config, paths, label)
+    if found is None:
+        with cell_lock(paths[0], label):
+            found = complete_run(config, paths, label, say=False)  # another process may have made it
+            if found is None:
+                return decode_run(task, model, eval_set, strategy, config, paths, label)
+    summary, records = found
+    command = command or command_line(task, seed, limit, batch_size, out_dir)
+    note = verify_run(task, model, eval_set, strategy, records, verify, label, remake_command(paths, strategy, command))
+    print(f"  {label}: complete already ({paths[0]}); {note}", file=sys.stderr)
+    return summary
+
+
+# --- the command ----------------------------------------------------------------------------------
 
 def run_tasks(args):
     """Run a preset (``default`` unless --preset) with the command line's overrides."""
+    check_arguments(args)
     plans = plan(args.preset, args.tasks, args.strategies, args.limit, args.seed)
     tasks = make_tasks(",".join(p.task for p in plans), args.data, args.model)
-    parsed = [[(spec, parse_strategy(spec)) for spec in p.specs] for p in plans]  # all before any work
-    for task, task_plan, strategies in zip(tasks, plans, parsed):
+    parsed = [parse_specs(p.specs) for p in plans]
+    check_out_dir(args.out, [task.name for task in tasks])
+    loaded = [prepare(task, strategies, p) for task, strategies, p in zip(tasks, parsed, plans)]
+    for task, task_plan, strategies, (model, eval_sets) in zip(tasks, plans, parsed, loaded):
         for seed in task_plan.seeds:
-            run_task(task, strategies, argparse.Namespace(**{**vars(args), "limit": task_plan.limit, "seed": seed}))
+            run_task(task, model, eval_sets[seed], strategies, args, seed, task_plan.limit)
     return 0
 
 
-def run_task(task, strategies, args):
-    model = task.load_model()
-    eval_set = task.eval_set(args.limit, args.seed)
+def command_line(task, seed, limit, batch_size, out, data=None, model=None):
+    """`bench run` arguments (without --strategies) that remake a run of ``task``."""
+    words = ["python", "-m", "bench", "run", "--tasks", task.name, "--seed", str(seed)]
+    for flag, value in (("--limit", limit), ("--data", data), ("--model", model)):
+        words += [flag, str(value)] if value is not None else []
+    if batch_size != DEFAULT_BATCH_SIZE:
+        words += ["--batch-size", str(batch_size)]
+    return words + ["--out", str(out)]
+
+
+def inputs_line(task, eval_set):
+    """'1000 inputs', with what the task says about its data (hook ``data_summary``)."""
+    about = task.data_summary()
+    return f"{len(eval_set)} inputs" + (f" ({about})" if about else "")
+
+
+def print_floor(task, results):
+    """The noise-floor line. A floor stored with the results under the same label is used (the
+    floor may take a minute to compute, the judge's); a task with floors says when there is none."""
+    label = task.floor_label()
+    stored = [r["floor"] for r in results if r.get("floor") and r.get("floor_label", Task.floor_label(task)) == label]
+    floor = stored[0] if stored else task.floor()
+    if floor is not None:
+        print(f"floor ({label}): " + ", ".join(f"{m['name']} {m['value']:.4f}" for m in floor))
+    elif type(task).floor is not Task.floor:
+        print(f"floor: {label}")
+
+
+def run_task(task, model, eval_set, strategies, args, seed, limit):
     for problem in task.problems():
         print(f"skipped: {problem}", file=sys.stderr)
-    print(f"{task.name}: {len(eval_set)} inputs, model {model.checkpoint_id}, seed {args.seed}", file=sys.stderr)
-    results = [run_one(task, model, eval_set, strategy, spec, args.seed, args.limit, args.batch_size, args.out)
-               for spec, strategy in strategies]
-    print(f"\n{task.name} ({len(eval_set)} inputs, seed {args.seed}; 95% bootstrap CIs)")
+    print(f"{task.name}: {inputs_line(task, eval_set)}, model {model.checkpoint_id}, seed {seed}", file=sys.stderr)
+    command = command_line(task, seed, limit, args.batch_size, args.out, args.data, args.model)
+    results = [run_one(task, model, eval_set, strategy, spec, seed, limit, args.batch_size, args.out,
+                       args.verify, command) for spec, strategy in strategies]
+    print(f"\n{task.name} ({len(eval_set)} inputs, seed {seed}; 95% bootstrap CIs)")
     print(render_text(results))
-    if task.floor() is not None:
-        floor = ", ".join(f"{m['name']} {m['value']:.4f}" for m in task.floor())
-        print(f"floor ({task.floor_label()}): {floor}")
+    print_floor(task, results)
     print(f"results in {args.out}/{task.name}/")

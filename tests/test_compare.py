@@ -232,3 +232,16 @@ def test_a_small_shift_the_marginal_cis_miss_is_found_when_paired(tmp_path):
     compare(with_records(tmp_path / "b", "r", base), with_records(tmp_path / "n", "r", new), "headline:ci",
             lines.append)
     assert "worse" in next(line for line in lines[0].splitlines() if "exact_accuracy" in line)
+
+
+def test_an_unreadable_baseline_file_is_named_and_exits_2(tmp_path):
+    base = write(tmp_path / "base", result())
+    (base / "broken.json").write_text('{"schema_version": 1, "task": "su')
+    new = write(tmp_path / "new", result())
+    (new / "list.json").write_text("[1, 2]")
+    proc = run_cli("compare", base, new)
+    assert proc.returncode == 2 and "broken.json" in proc.stderr and "list.json" in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: 1 unreadable file(s) in the baseline")
+    (base / "broken.json").unlink()
+    proc = run_cli("compare", base, new)
+    assert proc.returncode == 0 and "unreadable NEW file" in proc.stderr and "list.json" in proc.stderr

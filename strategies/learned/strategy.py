@@ -52,6 +52,9 @@ class Learned(Strategy):
         self.policy_id = file_id(path)
         self.policy_path, self.task_name = path, task.name
 
+    def samples(self):
+        return self.mode == "sample"
+
     def helper_ids(self):
         return {"order_policy": self.policy_id}
 

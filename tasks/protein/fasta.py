@@ -2,6 +2,7 @@
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.checkpoints import read_text_file
 from bench.errors import BenchError
 
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 standard residues
@@ -15,7 +16,7 @@ class FastaSet:
     problems: list = field(default_factory=list)
 
 
-def _records(lines):
+def _records(lines, source):
     """(name, header line number, sequence) triples; text before the first '>' is an error."""
     name, start, chunks = None, 0, []
     for number, line in enumerate(lines, start=1):
@@ -26,7 +27,7 @@ def _records(lines):
             name, start, chunks = line[1:].split()[0] if line[1:].split() else "", number, []
         elif line:
             if name is None:
-                raise BenchError(f"line {number}: sequence text before the first '>' header; not FASTA")
+                raise BenchError(f"{source}:{number}: sequence text before the first '>' header; not FASTA")
             chunks.append(line.upper())
     if name is not None:
         yield name, start, "".join(chunks)
@@ -47,10 +48,8 @@ def read_fasta(path, min_len=50, max_len=100):
     """Read a FASTA file; records with non-standard letters, no residues or a length outside
     [min_len, max_len] are reported as 'file:line record: reason' and skipped."""
     path = Path(path)
-    if not path.is_file():
-        raise BenchError(f"FASTA file not found: {path}")
     names, sequences, problems = [], [], []
-    for name, line, sequence in _records(path.read_text().splitlines()):
+    for name, line, sequence in _records(read_text_file(path, "FASTA file").splitlines(), path):
         reason = _problem(sequence, min_len, max_len)
         if reason:
             problems.append(f"{path.name}:{line} record {name or '(no name)'}: {reason}")

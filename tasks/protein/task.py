@@ -19,6 +19,7 @@ from tasks.protein.model import DEFAULT_WEIGHTS, PUBLISHED, load_protein_model
 from tasks.protein.split import REFERENCE_A, REFERENCE_B
 
 N_SAMPLES = 500
+MIN_FLOOR_HALF = 2  # sequences per half, at least, for a floor from a custom reference
 
 
 @functools.lru_cache(maxsize=1)
@@ -81,12 +82,31 @@ class ProteinTask(Task):
         return summarize_sequences([r["sequence"] for r in records], self.load_reference().sequences,
                                    np.array([r["passes"] for r in records], float))
 
+    def floor_samples(self):
+        """(second sample, first sample) that the noise floor compares, or None. The shipped
+        reference has a disjoint second sample; a custom one has none, so it is split into two
+        halves (every other sequence, so a file sorted by length splits evenly)."""
+        reference = self.load_reference().sequences
+        if self.reference_path.resolve() == REFERENCE_A.resolve():
+            return read_fasta(REFERENCE_B).sequences, reference
+        return (reference[1::2], reference[0::2]) if len(reference) >= 2 * MIN_FLOOR_HALF else None
+
     def floor(self):
-        """Every metric of a second, disjoint reference sample against the first (noise floor)."""
-        if self.floor_metrics is None:
-            other = read_fasta(REFERENCE_B).sequences
-            self.floor_metrics = summarize_sequences(other, self.load_reference().sequences, None)
+        """Every metric of the second sample against the first (the noise floor), or None."""
+        samples = self.floor_samples()
+        if self.floor_metrics is None and samples is not None:
+            self.floor_metrics = summarize_sequences(*samples, None)
         return self.floor_metrics
+
+    def floor_label(self):
+        samples = self.floor_samples()
+        if self.reference_path.resolve() == REFERENCE_A.resolve():
+            return super().floor_label()
+        if samples is None:
+            return (f"none: the custom reference has {len(self.load_reference().sequences)} sequences, "
+                    f"too few for two halves of {MIN_FLOOR_HALF}")
+        return (f"half of the custom reference against the other half, every other sequence "
+                f"({len(samples[0])} vs {len(samples[1])}; no second sample ships with it)")
 
     def train_model(self, settings, out):
         hooks.train_model(settings, out)

@@ -1,15 +1,17 @@
 """Sudoku data files: reading and checking puzzle CSVs, the training and test sets."""
 import csv
+import io
 import os
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from bench.checkpoints import cache_dir
+from bench.checkpoints import cache_dir, read_text_file
 from bench.errors import BenchError
 from tasks.sudoku.generate import generate, grid_string
-from tasks.sudoku.solver import breaks_rules
+from tasks.sudoku.solver import breaks_rules, solutions_up_to
 
 PACKAGE_DIR = Path(__file__).parent
 TEST_SET = PACKAGE_DIR / "data" / "test_hard.csv"
@@ -19,12 +21,16 @@ TRAIN_SIZE, TEST_SIZE = 100_000, 1_000
 
 @dataclass
 class PuzzleSet:
-    """Puzzles [n, 81] (0 = blank), solutions [n, 81] or None, and rows that were skipped."""
+    """Puzzles [n, 81] (0 = blank), solutions [n, 81] or None, and rows that were skipped.
+
+    ``unique`` (bool [n]) is set by ``check_solutions``: whether a puzzle has exactly one solution.
+    """
     puzzles: np.ndarray
     solutions: np.ndarray | None
     source: str
     line_numbers: list = field(default_factory=list)
     problems: list = field(default_factory=list)
+    unique: np.ndarray | None = None
 
 
 def parse_grid(text):
@@ -41,6 +47,8 @@ def parse_grid(text):
 def _check_row(row):
     """Parse one CSV row into (puzzle, solution or None); raises ValueError."""
     puzzle = parse_grid(row[0])
+    if not (puzzle == 0).any():
+        raise ValueError("has no blanks: nothing to decode")
     if breaks_rules(puzzle):
         raise ValueError("givens already break a Sudoku rule")
     if len(row) < 2 or not row[1].strip():
@@ -54,20 +62,22 @@ def _check_row(row):
 
 
 def read_puzzles(path):
-    """Read a puzzle CSV (header optional); malformed rows are reported and skipped."""
+    """Read a puzzle CSV (header optional); malformed rows are reported and skipped. A file that is
+    not UTF-8 text, or not CSV (e.g. a field over the csv module's 128 KB limit), is one error."""
     path = Path(path)
-    if not path.is_file():
-        raise BenchError(f"puzzle file not found: {path}")
+    rows = csv.reader(io.StringIO(read_text_file(path, "puzzle file"), newline=""))
     good, lines, problems = [], [], []
-    with open(path, newline="") as handle:
-        for line_no, row in enumerate(csv.reader(handle), start=1):
-            if not row or (line_no == 1 and row[0].strip().lower() in ("puzzle", "quizzes")):
+    try:
+        for row in rows:
+            if not row or (rows.line_num == 1 and row[0].strip().lower() in ("puzzle", "quizzes")):
                 continue
             try:
                 good.append(_check_row(row))
-                lines.append(line_no)
+                lines.append(rows.line_num)
             except ValueError as err:
-                problems.append(f"{path.name}:{line_no}: {err}")
+                problems.append(f"{path.name}:{rows.line_num}: {err}")
+    except csv.Error as err:
+        raise BenchError(f"{path}:{rows.line_num}: not a puzzle CSV ({err})") from None
     if not good:
         raise BenchError(f"no valid puzzles in {path} ({len(problems)} malformed rows)")
     return _as_set(good, str(path), lines, problems)
@@ -80,11 +90,32 @@ def _as_set(rows, source, lines, problems):
     return PuzzleSet(puzzles, solutions, source, lines, problems)
 
 
+def check_solutions(puzzle_set):
+    """Count each puzzle's solutions (up to 2) and solve those without a stored solution; a puzzle
+    with no solution at all is reported by line and dropped. Sets ``unique``; returns the set."""
+    name = Path(puzzle_set.source).name
+    keep, solutions, unique = [], [], []
+    for i, puzzle in enumerate(puzzle_set.puzzles):
+        count, first = solutions_up_to(puzzle, 2)
+        if count == 0:
+            puzzle_set.problems.append(f"{name}:{puzzle_set.line_numbers[i]}: has no solution")
+            continue
+        keep.append(i)
+        solutions.append(first if puzzle_set.solutions is None else puzzle_set.solutions[i])
+        unique.append(count == 1)
+    if not keep:
+        raise BenchError(f"no solvable puzzles in {puzzle_set.source} ({len(puzzle_set.problems)} rows skipped)")
+    puzzle_set.puzzles, puzzle_set.solutions = puzzle_set.puzzles[keep], np.stack(solutions)
+    puzzle_set.line_numbers = [puzzle_set.line_numbers[i] for i in keep]
+    puzzle_set.unique = np.array(unique)
+    return puzzle_set
+
+
 def write_puzzles(path, puzzles, solutions):
     """Write a CSV ``puzzle,solution`` atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")  # unique: writers may race
     with open(tmp, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["puzzle", "solution"])

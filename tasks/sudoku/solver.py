@@ -164,6 +164,25 @@ def count_solutions(grid, limit=2):
     return int(found)
 
 
+def solutions_up_to(grid, limit=2):
+    """(number of solutions of ``grid`` counted up to ``limit``, the first one or None): one search."""
+    out = np.zeros(81, np.int8)
+    found, _ = _search(np.asarray(grid, np.int8), limit, _NATURAL_ORDER, ROW_OF, COL_OF, BOX_OF, out)
+    return int(found), (out if found else None)
+
+
+def solution_near(grid, preferred):
+    """A solution of ``grid`` found by trying each cell's digit in ``preferred`` first: close to
+    ``preferred`` (``preferred`` itself when it is a solution); None when ``grid`` has none."""
+    digit_order = np.tile(np.arange(1, 10, dtype=np.int64), (81, 1))
+    for cell, digit in enumerate(np.asarray(preferred)):
+        if 1 <= digit <= 9:
+            digit_order[cell] = [digit] + [d for d in range(1, 10) if d != digit]
+    out = np.zeros(81, np.int8)
+    found, _ = _search(np.asarray(grid, np.int8), 1, digit_order, ROW_OF, COL_OF, BOX_OF, out)
+    return out if found else None
+
+
 def solve(grid):
     """The first solution of ``grid`` (int8[81]) or None when it has none."""
     out = np.zeros(81, np.int8)

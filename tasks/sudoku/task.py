@@ -6,15 +6,17 @@ import numpy as np
 import torch
 
 from bench.core import EvalSet, Task
-from bench.errors import BenchError
 from bench.provenance import portable_path
 from bench.registry import register_task
 from bench.stats import mean_metric, ratio_metric
 from tasks.sudoku import hooks
 from tasks.sudoku.checkpoint import DEFAULT_WEIGHTS, load_sudoku_model
-from tasks.sudoku.data import TEST_SET, read_puzzles
+from tasks.sudoku.data import TEST_SET, check_solutions, read_puzzles
 from tasks.sudoku.generate import grid_string
-from tasks.sudoku.solver import breaks_rules, solve
+from tasks.sudoku.solver import breaks_rules, search_nodes, solution_near
+
+
+DIFFICULTY = ("easy", "medium", "hard")   # thirds of the data file by backtracking search nodes
 
 
 @register_task
@@ -35,6 +37,7 @@ class SudokuTask(Task):
         self.data_path = Path(data) if data else TEST_SET
         self.model_path = Path(model) if model else DEFAULT_WEIGHTS
         self.puzzle_set = None
+        self.thirds = None
 
     def config(self):
         return {"data": portable_path(self.data_path), "model": portable_path(self.model_path)}
@@ -43,37 +46,34 @@ class SudokuTask(Task):
         return load_sudoku_model(self.model_path)
 
     def load_puzzles(self):
-        """Read and check the puzzle file once; solve puzzles that come without solutions."""
+        """Read and check the puzzle file once: solve puzzles that come without solutions, drop
+        those without any, and note which have several."""
         if self.puzzle_set is None:
-            self.puzzle_set = read_puzzles(self.data_path)
-            if self.puzzle_set.solutions is None:
-                self.puzzle_set.solutions = self._solve_all(self.puzzle_set.puzzles)
+            self.puzzle_set = check_solutions(read_puzzles(self.data_path))
         return self.puzzle_set
 
-    @staticmethod
-    def _solve_all(puzzles):
-        solutions = [solve(p) for p in puzzles]
-        if any(s is None for s in solutions):
-            raise BenchError("a puzzle without a given solution has no solution at all")
-        return np.stack(solutions)
+    def data_summary(self):
+        """What the run line says about the data besides its size: puzzles with several solutions."""
+        several = int((~self.load_puzzles().unique).sum())
+        return (f"{several} with several solutions: solved means any valid completion; cell accuracy "
+                f"compares with the solution nearest the decoded grid") if several else ""
 
     def eval_set(self, limit=None, seed=0):
         puzzles = self.load_puzzles()
         grids = torch.as_tensor(puzzles.puzzles[:limit], dtype=torch.long)
         digest = hashlib.sha256(puzzles.puzzles.tobytes() + puzzles.solutions.tobytes()).hexdigest()[:12]
         return EvalSet(tokens=grids, masked=grids == 0, data_id=digest,
-                       extras={"solutions": puzzles.solutions[:limit], "lines": puzzles.line_numbers[:limit]})
+                       extras={"solutions": puzzles.solutions[:limit], "lines": puzzles.line_numbers[:limit],
+                               "unique": puzzles.unique[:limit]})
 
     def records(self, tokens, passes, rows, eval_set):
-        solutions, lines = eval_set.extras["solutions"], eval_set.extras["lines"]
-        starts = eval_set.tokens
+        extras = eval_set.extras
         out = []
         for grid, n_passes, row in zip(tokens.numpy(), passes.tolist(), rows.tolist()):
-            blanks = starts[row].numpy() == 0
-            right = grid == solutions[row]
-            out.append({"index": row, "line": lines[row], "passes": n_passes,
-                        "exact": bool(right.all()), "blanks": int(blanks.sum()),
-                        "blanks_right": int((right & blanks).sum()),
+            puzzle = eval_set.tokens[row].numpy()
+            solved, right = grade(puzzle, grid, extras["solutions"][row], bool(extras["unique"][row]))
+            out.append({"index": row, "line": extras["lines"][row], "passes": n_passes,
+                        "exact": solved, "blanks": int((puzzle == 0).sum()), "blanks_right": right,
                         "breaks_rules": bool(breaks_rules(grid)), "output": grid_string(grid)})
         return out
 
@@ -83,9 +83,27 @@ class SudokuTask(Task):
             mean_metric("exact_accuracy", column("exact"), True, "exact-board accuracy", field="exact"),
             ratio_metric("cell_accuracy", column("blanks_right"), column("blanks"), True,
                          "cell accuracy on blanks", fields=("blanks_right", "blanks")),
-            mean_metric("rule_break_share", column("breaks_rules"), False, "boards breaking a rule"),
+            *self.accuracy_by_difficulty(records),
             mean_metric("passes", column("passes"), False, "forward passes per board", field="passes"),
         ]
+
+    def difficulty_thirds(self):
+        """[n] 0, 1, 2: the tercile of each puzzle's backtracking search nodes in the whole data
+        file (easiest third first); ties go to the lower third."""
+        if self.thirds is None:
+            nodes = np.array([search_nodes(p) for p in self.load_puzzles().puzzles])
+            cuts = np.quantile(nodes, [1 / 3, 2 / 3])
+            self.thirds = (nodes > cuts[0]).astype(int) + (nodes > cuts[1]).astype(int)
+        return self.thirds
+
+    def accuracy_by_difficulty(self, records):
+        """Exact-board accuracy within each third of the data by search nodes (what replaced
+        rule_break_share, which equals 1 - exact accuracy on unique puzzles)."""
+        thirds = self.difficulty_thirds()[[r["index"] for r in records]]
+        exact = np.array([r["exact"] for r in records], dtype=float)
+        return [mean_metric(f"exact_accuracy_{name}", exact[thirds == t], True,
+                            f"exact-board accuracy, {name} third by search nodes")
+                for t, name in enumerate(DIFFICULTY) if (thirds == t).any()]
 
     def problems(self):
         """Malformed rows of the data file (reported, skipped)."""
@@ -110,3 +128,16 @@ class SudokuTask(Task):
 
     def order_examples(self):
         return hooks.order_examples()
+
+
+def grade(puzzle, grid, solution, unique):
+    """(solved, blanks right) of a decoded ``grid``. Solved: complete, no rule broken and every
+    given kept, so any valid completion counts. Cell accuracy counts blanks holding the solution's
+    digit; where the puzzle has several solutions the stored one is just one of them, so the grid
+    is compared with the solution nearest it instead (the solver trying the grid's digits first)."""
+    blanks = puzzle == 0
+    solved = bool((grid > 0).all() and (grid[~blanks] == puzzle[~blanks]).all() and not breaks_rules(grid))
+    if solved:
+        return True, int(blanks.sum())
+    reference = solution if unique else solution_near(puzzle, grid)
+    return False, int((blanks & (grid == reference)).sum())
