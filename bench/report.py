@@ -225,8 +225,15 @@ def task_groups(results_dir):
         raise BenchError(f"no result files under {results_dir}; make some with: python -m bench run")
     groups = {task: comparison_group([r for r in results if r["task"] == task])
               for task in sorted({r["task"] for r in results})}
-    return {task: (group, left_out, task_verdicts(group, task, results_dir))
+    return {task: (group, left_out, task_verdicts(every_seed(group, results), task, results_dir))
             for task, (group, left_out) in groups.items()}
+
+
+def every_seed(group, results):
+    """The runs of ``group``'s task, model, data and limit under every seed (verdicts pool seeds;
+    figures and the full table show the one seed of ``group``)."""
+    same = lambda r: (r["task"], r["model"]["id"], r["config"]["data_id"], r["config"]["limit"])  # noqa: E731
+    return [r for r in results if same(r) == same(group[0])]
 
 
 def draw_figures(group, task, out_dir):

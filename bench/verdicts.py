@@ -53,7 +53,32 @@ def load_runs(results, root):
     keys = [key for key, _ in runs]
     common = max(set(keys), key=keys.count)
     kept = [run for key, run in runs if key == common]
-    return kept, len(results) - len(kept)
+    return merge_seeds(kept), len(results) - len(kept)
+
+
+def merge_seeds(runs):
+    """One Run per strategy spec, its seeds pooled input by input: a resampled input index brings
+    every seed's record of that index (seeds nested in inputs), and pairing across strategies
+    holds because every strategy ran the same seeds on the same inputs."""
+    by_spec = {}
+    for run in runs:
+        by_spec.setdefault(run.summary["config"]["strategy_spec"], []).append(run)
+    return [pool_seeds(group) for group in by_spec.values()]
+
+
+def pool_seeds(group):
+    """A Run whose per-input columns hold the seeds' records together (means averaged, sums added)."""
+    if len(group) == 1:
+        return group[0]
+
+    def combine(parts):
+        columns = [sum(p.columns[k] for p in parts) for k in range(len(parts[0].columns))]
+        if parts[0].statistic == "mean":
+            columns = [c / len(parts) for c in columns]
+        return PerInput(parts[0].name, parts[0].statistic, columns, parts[0].higher_is_better, parts[0].extra)
+    seeds = sorted(r.summary["config"]["seed"] for r in group)
+    summary = dict(group[0].summary, pooled_seeds=seeds)
+    return Run(summary, combine([r.quality for r in group]), combine([r.passes for r in group]))
 
 
 def params(run):

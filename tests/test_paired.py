@@ -107,3 +107,21 @@ def test_non_inferiority_three_ways():
     assert non_inferiority(same, reference, 0.01)[0] == "yes"
     assert non_inferiority(worse, reference, 0.01)[0] == "no"
     assert non_inferiority(vague, reference, 0.01)[0] == "not shown"
+
+
+def test_seeds_of_a_run_are_pooled_per_input():
+    from bench.verdicts import merge_seeds
+
+    def seeded(seed, exact, spec="eb:gamma=1"):
+        records = [{"index": i, "exact": e, "passes": 4 + seed} for i, e in enumerate(exact)]
+        metric = {"name": "exact_accuracy", "higher_is_better": True,
+                  "per_input": {"statistic": "mean", "fields": ["exact"]}}
+        passes = {"name": "passes", "higher_is_better": False, "per_input": {"statistic": "mean", "fields": ["passes"]}}
+        return Run({"label": spec, "config": {"strategy_spec": spec, "seed": seed}},
+                   per_input(metric, records), per_input(passes, records))
+    pooled = merge_seeds([seeded(0, [1, 0, 0, 0]), seeded(1, [1, 1, 0, 0]), seeded(0, [0, 0, 0, 0], "topk:k=2")])
+    by_spec = {r.summary["config"]["strategy_spec"]: r for r in pooled}
+    eb = by_spec["eb:gamma=1"]
+    assert eb.summary["pooled_seeds"] == [0, 1] and eb.quality() == pytest.approx(0.375) and eb.passes() == 4.5
+    assert eb.quality.columns[0].tolist() == [1.0, 0.5, 0.0, 0.0] and not eb.quality.binary
+    assert "pooled_seeds" not in by_spec["topk:k=2"].summary

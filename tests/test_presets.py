@@ -21,7 +21,8 @@ def test_ci_is_small_and_paper_adds_seeds():
     assert all(p.seeds == (0,) and 3 <= len(p.specs) <= 4 for p in ci.values())
     paper = plan("paper")
     assert [p.task for p in paper] == ["sudoku", "protein"]
-    assert all(p.seeds == (0, 1, 2) and p.limit is None and p.specs == SWEEPS[p.task] for p in paper)
+    assert all(p.limit is None and p.specs == SWEEPS[p.task] for p in paper)
+    assert {p.task: p.seeds for p in paper} == {"sudoku": (0,), "protein": (0, 1, 2)}   # seeds only where sampled
 
 
 def test_command_line_overrides_the_preset():
