@@ -8,7 +8,8 @@ import numpy as np
 from bench.paired import better_sign, paired_difference
 from bench.presets import VERDICTS
 from bench.sweeps import reference_run, sweep_lines
-from bench.verdicts import areas, budget_table, joint_indices, load_runs, make_line, non_inferiority, select_line
+from bench.verdicts import (areas, bootstrap_p, budget_table, interval, joint_indices, load_runs, make_line,
+                            non_inferiority, select_line)
 
 
 @dataclass
@@ -89,7 +90,6 @@ def ablation_pairs(runs, ablation):
 
 def ablation_at_budgets(with_idea, without, idx, budgets):
     """[(budget, diff, low, high, p)] of the idea's line minus its ablation's at equal budgets."""
-    from bench.verdicts import bootstrap_p, interval
     a, b = make_line("with", with_idea, idx), make_line("without", without, idx)
     out = []
     for budget in budgets:

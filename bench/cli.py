@@ -70,19 +70,16 @@ def add_core(sub):
     data.add_argument("--test-set", action="store_true", help="also rewrite the committed test set, where one is built")
 
 
-# Commands that read result files only: the parser for them loads no plugin (and no model code).
-RESULT_ONLY = ("report", "compare")
-
-
-def build_parser(with_plugins=True):
+def build_parser():
+    """The parser: core commands and those the plugins' ``cli`` modules register (these modules
+    import no model code, so `bench --help`, `report` and `compare` start without torch)."""
     parser = OneLineParser(prog="bench", description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     add_core(sub)
-    if with_plugins:
-        load_plugins()
-        for command in COMMANDS.values():
-            command.add_arguments(sub.add_parser(command.name, help=command.help))
+    load_plugins("cli")
+    for command in COMMANDS.values():
+        command.add_arguments(sub.add_parser(command.name, help=command.help))
     return parser
 
 
@@ -139,8 +136,7 @@ def dispatch(args):
 
 def parse(argv=None):
     """Parse the command line; `train` also takes KEY=VALUE settings after its options."""
-    words = sys.argv[1:] if argv is None else argv
-    parser = build_parser(with_plugins=not (words and words[0] in RESULT_ONLY))
+    parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and not (args.command == "train" and all("=" in e and not e.startswith("-") for e in extra)):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

@@ -1,5 +1,4 @@
 """`bench compare BASE NEW`: pair runs, per-metric deltas and marks, and the regression gate."""
-import json
 import re
 import sys
 from dataclasses import dataclass
@@ -7,7 +6,7 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.paired import better_sign, paired_difference, per_input
-from bench.results import read_records, scan_results
+from bench.results import load_json, read_records, scan_results
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOTHING_COMPARABLE = 0, 1, 3
 DEFAULT_FAIL_ON = "passes:+5%,headline:ci"
@@ -86,13 +85,6 @@ def is_result(data):
             and isinstance(data.get("config"), dict) and "strategy_spec" in data["config"])
 
 
-def read_json(path):
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise BenchError(f"cannot read {path}: {err}") from None
-
-
 def read_results(path, role="NEW"):
     """(result summaries in ``path`` (one .json, or every .json under a folder), newest per run;
     how many files there could not be read, each named on stderr)."""
@@ -100,7 +92,9 @@ def read_results(path, role="NEW"):
     if not path.exists():
         raise BenchError(f"{path}: no such file or folder")
     if path.is_file():
-        data = read_json(path)
+        data, why = load_json(path)
+        if why:
+            raise BenchError(f"cannot read {path}: it {why}")
         if not is_result(data):
             raise BenchError(f"{path} is not a result summary (no schema_version, task and config)")
         data["records_path"] = records_path(path, data)

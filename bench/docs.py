@@ -40,7 +40,8 @@ def sync_markdown(root, reports_dir):
     changed = []
     for path in markdown_files(root):
         text = path.read_text()
-        if BLOCK.search(text) and filled(text, reports_dir) != text:
-            path.write_text(filled(text, reports_dir))
+        new = filled(text, reports_dir) if BLOCK.search(text) else text
+        if new != text:
+            path.write_text(new)
             changed.append(path)
     return changed

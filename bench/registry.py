@@ -80,7 +80,8 @@ def register_report(name):
 
 def load_plugins(only=None):
     """Import every module of the plugin packages (each registers what it defines), or with
-    ``only`` just the modules of that name (package ``__init__`` files stay light); idempotent."""
+    ``only`` just the modules of that name: ``cli`` (subcommands, for the parser) or ``figures``
+    (report sections); package ``__init__`` files stay light. Idempotent."""
     extra = [name.strip() for name in os.environ.get("UNMASK_BENCH_PLUGINS", "").split(",") if name.strip()]
     for package_name in PLUGIN_PACKAGES + tuple(extra):
         package = import_plugin(package_name)

@@ -124,3 +124,14 @@ def test_every_committed_markdown_table_is_what_bench_report_writes(tmp_path):
     assert {name for _, name, _ in blocks} >= {"table_sudoku.md", "table_protein.md"}
     stale = [f"{path.relative_to(ROOT)}: {name}" for path, name, body in blocks if written.get(name) != body]
     assert stale == [], "run `python -m bench report` to rewrite them"
+
+
+def test_the_command_line_starts_without_model_code():
+    code = ("import sys; from bench.cli import build_parser; build_parser().format_help(); "
+            "print('HEAVY', sorted(m for m in ('torch', 'esm', 'numba') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "HEAVY []" in proc.stdout
+    help_text = subprocess.run([sys.executable, "-m", "bench", "--help"], cwd=ROOT, capture_output=True,
+                               text=True, timeout=120)
+    assert help_text.returncode == 0 and " mi " in help_text.stdout   # a plugin's subcommand is listed

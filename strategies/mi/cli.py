@@ -1,8 +1,9 @@
-"""`bench mi labels|eval` and `bench train mi`: the MI label sets and the estimator."""
+"""`bench mi labels|eval` and `bench train mi`: the MI label sets and the estimator. Loaded to
+build the command line, so it imports no model code at the top."""
 from bench.errors import BenchError
 from bench.registry import make_task, register_command, register_trainer, set_fields
 from bench.training import setup_log
-from strategies.mi.labels import SPLITS
+from strategies.mi import SPLITS
 
 
 def add_mi_arguments(mi):

@@ -18,10 +18,10 @@ from tqdm import tqdm
 
 from bench.checkpoints import cache_dir, save_atomic
 from bench.errors import BenchError
+from strategies.mi import SPLITS
 from strategies.mi.exact import exact_mi
 
 CHUNK = 32
-SPLITS = ("train", "heldout", "ood")
 
 
 def label_dir(task_name, model_id, split, n, seed, probe=0):

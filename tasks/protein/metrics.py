@@ -3,6 +3,7 @@ import itertools
 
 import numpy as np
 
+from bench.paired import jsd_bits
 from tasks.protein.fasta import AMINO_ACIDS
 
 INDEX = {aa: i for i, aa in enumerate(AMINO_ACIDS)}
@@ -14,11 +15,7 @@ def js_divergence(p, q):
 
     (scipy.spatial.distance.jensenshannon returns the square root of this.)
     """
-    p = np.asarray(p, float) / np.sum(p)
-    q = np.asarray(q, float) / np.sum(q)
-    m = (p + q) / 2
-    kl = lambda a: np.sum(np.where(a > 0, a * np.log2(np.where(a > 0, a, 1) / np.where(m > 0, m, 1)), 0.0))  # noqa: E731
-    return float((kl(p) + kl(q)) / 2)
+    return float(jsd_bits(np.asarray(p, float), np.asarray(q, float)))
 
 
 def composition_counts(sequence):
