@@ -48,12 +48,14 @@ def _used_masks(grid, row_of, col_of, box_of):
 
 
 @njit(cache=True)
-def _search(grid, limit, digit_order, row_of, col_of, box_of, out):
+def _search(grid, limit, digit_order, row_of, col_of, box_of, out, max_nodes=0):
     """Depth-first search with the fewest-candidates rule.
 
     Counts solutions up to ``limit`` and copies the first one into ``out``.
     ``digit_order[cell]`` lists the digits 1..9 in the order they are tried.
-    Returns (solutions found, search nodes visited).
+    Returns (solutions found, search nodes visited); found is -1 when ``max_nodes`` (> 0) search
+    nodes were visited without an answer (a nearly blank grid with a hidden clash can take
+    exponential time to refute).
     """
     g = grid.copy()
     used, ok = _used_masks(g, row_of, col_of, box_of)
@@ -83,6 +85,8 @@ def _search(grid, limit, digit_order, row_of, col_of, box_of, out):
             stack_left[depth] = best_mask
             depth += 1
             nodes += 1
+            if max_nodes > 0 and nodes > max_nodes:
+                return -1, nodes
         while True:  # advance the deepest choice to its next candidate
             if depth == 0:
                 return found, nodes
@@ -164,11 +168,13 @@ def count_solutions(grid, limit=2):
     return int(found)
 
 
-def solutions_up_to(grid, limit=2):
-    """(number of solutions of ``grid`` counted up to ``limit``, the first one or None): one search."""
+def solutions_up_to(grid, limit=2, max_nodes=0):
+    """(number of solutions of ``grid`` counted up to ``limit``, the first one or None): one search.
+    With ``max_nodes`` > 0 the count is -1 (and no solution) when the search gives up after that
+    many nodes."""
     out = np.zeros(81, np.int8)
-    found, _ = _search(np.asarray(grid, np.int8), limit, _NATURAL_ORDER, ROW_OF, COL_OF, BOX_OF, out)
-    return int(found), (out if found else None)
+    found, _ = _search(np.asarray(grid, np.int8), limit, _NATURAL_ORDER, ROW_OF, COL_OF, BOX_OF, out, max_nodes)
+    return int(found), (out if found > 0 else None)
 
 
 def solution_near(grid, preferred):
