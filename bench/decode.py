@@ -14,17 +14,21 @@ class DecodeResult:
     passes: torch.Tensor  # [B] forward passes each row took
     seconds: float        # wall time of the whole batch
     aux_passes: torch.Tensor  # [B] passes the strategy spent besides decoding (an oracle's probing)
+    log_q: torch.Tensor   # [B] float64: log-probability of the revealed values under the sampling
+    #                       distribution at the pass that revealed them, summed (0 for argmax values)
 
 
 def fill_values(out, pick, value_tokens, temperature, generator):
-    """Token ids [B, N] for every position: argmax (temperature 0) or a sample."""
+    """(token ids [B, N] for every position, [B] log-probability of the values at ``pick``):
+    argmax values (temperature 0, log-probability 0: nothing is drawn) or a sample from the
+    model's distribution at ``temperature``."""
     if temperature == 0:
-        values = out.logits.argmax(-1)
-    else:
-        probs = torch.softmax(out.logits.float() / temperature, dim=-1)
-        flat = torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1, generator=generator)
-        values = flat.view(probs.shape[:-1])
-    return value_tokens[values]
+        return value_tokens[out.logits.argmax(-1)], torch.zeros(pick.shape[0], dtype=torch.float64)
+    log_probs = torch.log_softmax(out.logits.float() / temperature, dim=-1)
+    flat = torch.multinomial(log_probs.exp().reshape(-1, log_probs.shape[-1]), 1, generator=generator)
+    values = flat.view(log_probs.shape[:-1])
+    drawn = log_probs.gather(-1, values.unsqueeze(-1)).squeeze(-1).double()
+    return value_tokens[values], torch.where(pick, drawn, 0.0).sum(1)
 
 
 def check_pick(pick, masked, strategy_name, step):
@@ -41,23 +45,28 @@ def check_pick(pick, masked, strategy_name, step):
 def decode(model, tokens, masked, strategy, temperature=0.0, generator=None):
     """Reveal every masked position of ``tokens`` [B, N], one forward pass per active row per step.
 
-    Rows that are complete drop out of the batch, so their pass count stops.
+    Rows that are complete drop out of the batch, so their pass count stops. ``log_q`` sums the
+    log-probabilities of the drawn values: for a strategy whose picks depend only on the state it
+    is log q(x), the log-probability of the whole sample under the decoding process (an exact
+    task compares it with the true log p(x)).
     """
     tokens, masked = tokens.clone(), masked.clone()
     passes = torch.zeros(tokens.shape[0], dtype=torch.long)
     aux = torch.zeros_like(passes)
+    log_q = torch.zeros(tokens.shape[0], dtype=torch.float64)
     start, step = time.perf_counter(), 0
     while True:
         active = masked.any(1).nonzero().squeeze(1)  # [A]
         if active.numel() == 0:
-            return DecodeResult(tokens, passes, time.perf_counter() - start, aux)
+            return DecodeResult(tokens, passes, time.perf_counter() - start, aux, log_q)
         state = StepState(tokens[active], masked[active], model(tokens[active], masked[active]), step)
         if not torch.isfinite(state.out.logits).all():
             raise BenchError(f"the model returned non-finite logits at pass {step}")
         pick = strategy.select(state)
         check_pick(pick, state.masked, strategy.name, step)
         aux[active] += state.aux_passes  # counted apart from decoding passes
-        values = fill_values(state.out, pick, model.value_tokens, temperature, generator)
+        values, drawn_log_q = fill_values(state.out, pick, model.value_tokens, temperature, generator)
+        log_q[active] += drawn_log_q
         tokens[active] = torch.where(pick, values, state.tokens)
         masked[active] = state.masked & ~pick
         passes[active] += 1

@@ -128,6 +128,9 @@ def decode_rows(task, model, eval_set, strategy, rows, generator):
     if strategy.aux_passes_metric:
         for record, aux in zip(records, result.aux_passes.tolist()):
             record[strategy.aux_passes_metric] = aux
+    if task.temperature > 0:  # sampled values: log q of each sample (an exact task's KL reads it)
+        for record, log_q in zip(records, result.log_q.tolist()):
+            record["log_q"] = round(log_q, 6)
     return records, result.seconds
 
 
