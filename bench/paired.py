@@ -5,6 +5,7 @@ A summary metric can be recomputed from the records when its dict carries ``per_
 
 - ``mean``: the mean of one field (exact-board accuracy, passes);
 - ``ratio``: sum of one field over the sum of another (cell accuracy);
+- ``mean_difference``: the mean of one field minus another (an exact task's KL: log q - log p);
 - ``pooled_jsd``: JSD (bits) between the pooled k-mer counts of a string field (alphabet and k
   given) and fixed ``reference`` counts. The reference is held fixed: both runs are measured
   against the same reference sample, and the question is which run's samples are closer to it.
@@ -36,6 +37,10 @@ def stat_ratio(numerators, denominators):
     return numerators.sum(-1) / np.maximum(denominators.sum(-1), 1e-12)
 
 
+def stat_mean_difference(first, second):
+    return (first - second).mean(-1)
+
+
 def jsd_bits(p, q):
     """Jensen-Shannon divergence in bits of count arrays [..., K] (rows need not sum to 1)."""
     p = p / np.maximum(p.sum(-1, keepdims=True), 1e-300)
@@ -53,7 +58,8 @@ def stat_pooled_jsd(counts, reference):
     return jsd_bits(counts.sum(-2), np.asarray(reference, float))
 
 
-STATISTICS = {"mean": stat_mean, "ratio": stat_ratio, "pooled_jsd": stat_pooled_jsd}
+STATISTICS = {"mean": stat_mean, "ratio": stat_ratio, "mean_difference": stat_mean_difference,
+              "pooled_jsd": stat_pooled_jsd}
 
 
 def kmer_counts(strings, alphabet, k):

@@ -37,6 +37,16 @@ SWEEPS = {
                 + sweep("mi", "gamma", (2,) + MI_GAMMAS_PROTEIN) + sweep("mi", "gamma", MI_GAMMAS_PROTEIN, ",lam=0")
                 + sweep("mi_eb", "gamma", (3, 10, 20)) + LEARNED),
 }
+# The exact task (64 positions): the same sweep on the exact chain and on the trained MDM; the MI
+# oracle reads exact MI on the chain (no probing) and probes the MDM (directed: the picks' rows).
+GAMMAS_HMM = (0.5, 1, 2, 4, 8)
+LEARNED_HMM = ["learned:T=8,mode=threshold", "learned:T=16,mode=threshold", "learned:T=32,mode=threshold"]
+SWEEP_HMM = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin", "k", (2, 4, 8))
+             + sweep("eb", "gamma", GAMMAS_HMM) + sweep("threshold", "tau", (0.9, 0.7, 0.5))
+             + sweep("mi", "gamma", GAMMAS_HMM) + sweep("mi", "gamma", GAMMAS_HMM, ",lam=0")
+             + sweep("mi_eb", "gamma", GAMMAS_HMM) + LEARNED_HMM)
+SWEEPS["hmm"] = SWEEP_HMM + sweep("mi_oracle", "gamma", (1, 2, 4))
+SWEEPS["hmm_mdm"] = SWEEP_HMM + ["mi_oracle:gamma=2,target=directed"]
 
 
 DEFAULT_TASK = "sudoku"   # what `bench run` without --preset or --tasks runs
@@ -81,6 +91,9 @@ ORACLE = (Ablation("exact symmetric MI by probing instead of the estimator (mi_o
 VERDICTS = {
     "sudoku": Verdicts(budgets=(6, 8, 12, 16, 24), margin=0.01, ablations=MI_ABLATIONS + ORACLE),
     "protein": Verdicts(budgets=(8, 12, 16, 24), margin=0.001, ablations=MI_ABLATIONS),
+    # KL in nats per sequence; sequential is exact (KL 0) on the chain
+    "hmm": Verdicts(budgets=(8, 16, 24, 32), margin=0.1, ablations=MI_ABLATIONS + ORACLE),
+    "hmm_mdm": Verdicts(budgets=(8, 16, 24, 32), margin=0.1, ablations=MI_ABLATIONS + ORACLE),
 }
 
 
@@ -105,15 +118,19 @@ class Preset:
 PRESETS = {p.name: p for p in [
     Preset("ci", "small and deterministic: the CI regression gate (baseline in baselines/ci/)",
            strategies={"sudoku": ["sequential", "topk:k=3", "eb:gamma=0.3", "threshold:tau=0.9"],
-                       "protein": ["sequential", "topk:k=4", "eb:gamma=1", "threshold:tau=0.7"]},
-           limits={"sudoku": 100, "protein": 40}),
-    Preset("default", "every strategy's sweep (SWEEPS) on the full data: 1,000 puzzles, 500 proteins",
-           strategies=SWEEPS, limits={"sudoku": None, "protein": None}),
+                       "protein": ["sequential", "topk:k=4", "eb:gamma=1", "threshold:tau=0.7"],
+                       "hmm": ["sequential", "topk:k=8", "eb:gamma=2", "mi_oracle:gamma=2"],
+                       "hmm_mdm": ["sequential", "topk:k=8", "eb:gamma=2", "threshold:tau=0.7"]},
+           limits={"sudoku": 100, "protein": 40, "hmm": 200, "hmm_mdm": 200}),
+    Preset("default", "every strategy's sweep (SWEEPS) on the full data: 1,000 puzzles, 500 proteins, "
+                      "1,000 sequences of the exact task (hmm, hmm_mdm)",
+           strategies=SWEEPS, limits={"sudoku": None, "protein": None, "hmm": None, "hmm_mdm": None}),
     # Seeds only where anything is sampled: protein draws its values; Sudoku fills argmax values
     # and its sweep has no sampled strategy (learned runs mode=threshold), so more seeds would
     # repeat the same records. `bench report` pools the seeds of a run in its verdicts.
-    Preset("paper", "the default sweep on the full data; 3 seeds where anything is sampled (protein)",
-           strategies=SWEEPS, limits={"sudoku": None, "protein": None}, seeds={"sudoku": (0,), "protein": (0, 1, 2)}),
+    Preset("paper", "the default sweep on the full data; 3 seeds where anything is sampled (protein, hmm)",
+           strategies=SWEEPS, limits={"sudoku": None, "protein": None, "hmm": None, "hmm_mdm": None},
+           seeds={"sudoku": (0,), "protein": (0, 1, 2), "hmm": (0, 1, 2), "hmm_mdm": (0, 1, 2)}),
 ]}
 
 

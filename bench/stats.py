@@ -66,3 +66,10 @@ def ratio_metric(name, numerators, denominators, higher_is_better, label, fields
     recipe = {"statistic": "ratio", "fields": list(fields)} if fields else None
     return metric(name, [numerators, denominators], lambda a, b: a.sum() / max(b.sum(), 1e-12),
                   higher_is_better, label, recipe)
+
+
+def difference_metric(name, first, second, higher_is_better, label, fields=None):
+    """mean(first - second), bootstrapped over samples; ``fields``: the two record fields holding
+    them (enables paired tests). An exact task's KL is mean(log q - log p)."""
+    recipe = {"statistic": "mean_difference", "fields": list(fields)} if fields else None
+    return metric(name, [first, second], lambda a, b: (a - b).mean(), higher_is_better, label, recipe)

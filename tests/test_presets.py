@@ -17,12 +17,13 @@ def test_no_preset_runs_the_default_sweep_of_sudoku_on_all_data():
 
 def test_ci_is_small_and_paper_adds_seeds():
     ci = {p.task: p for p in plan("ci")}
-    assert set(ci) == {"sudoku", "protein"} and ci["sudoku"].limit == 100 and ci["protein"].limit == 40
+    assert set(ci) == {"sudoku", "protein", "hmm", "hmm_mdm"} and ci["sudoku"].limit == 100 and ci["protein"].limit == 40
     assert all(p.seeds == (0,) and 3 <= len(p.specs) <= 4 for p in ci.values())
     paper = plan("paper")
-    assert [p.task for p in paper] == ["sudoku", "protein"]
+    assert [p.task for p in paper] == ["sudoku", "protein", "hmm", "hmm_mdm"]
     assert all(p.limit is None and p.specs == SWEEPS[p.task] for p in paper)
-    assert {p.task: p.seeds for p in paper} == {"sudoku": (0,), "protein": (0, 1, 2)}   # seeds only where sampled
+    assert {p.task: p.seeds for p in paper} == {"sudoku": (0,), "protein": (0, 1, 2), "hmm": (0, 1, 2),
+                                                "hmm_mdm": (0, 1, 2)}   # seeds only where sampled
 
 
 def test_command_line_overrides_the_preset():

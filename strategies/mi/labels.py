@@ -38,6 +38,8 @@ def probed_rows(masked, probe, generator):
 
 def probed_mi(model, tokens, masked, probe, generator):
     """Directed exact MI of the probed rows; the other masked rows are NaN (``probe`` 0: all rows)."""
+    if hasattr(model, "pair_mi"):   # a model with exact MI (the exact task's chain): every row, no probing
+        return model.pair_mi(tokens, masked)
     if not probe:
         return exact_mi(model, tokens, masked)
     rows = probed_rows(masked.cpu(), probe, generator).to(masked.device)

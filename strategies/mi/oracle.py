@@ -7,6 +7,8 @@ mean, the target the estimator is trained on: a pick's row is probed when it is 
 candidate's own row when its entropy still fits the budget. ``target=directed`` uses the picks'
 rows alone (what the first version did). Probing passes are counted per sample and reported
 apart from decoding passes (``probe_passes``). It shows what a perfect estimator would buy.
+A model that computes exact MI itself (``pair_mi``, the exact task's chain) is read instead of
+probed (its ``mi_rows``): no probing passes, and both directions are equal.
 """
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -45,7 +47,7 @@ class MIOracle(Strategy):
     def select(self, state):
         if self.model is None:
             raise BenchError("strategy mi_oracle has no model to probe (bind(task, model) was not called)")
-        probes = ProbedRows(self.model, state)
+        probes = ExactRows(self.model, state) if hasattr(self.model, "mi_rows") else ProbedRows(self.model, state)
         if self.target == "directed":
             return greedy_select(state.entropy, state.masked, self.gamma, self.lam, probes.rows)
         half = lambda rows, positions: 0.5 * probes.rows(rows, positions)  # noqa: E731
@@ -70,4 +72,15 @@ class ProbedRows:
             state.aux_passes[r] += state.out.logits.shape[-1]   # probing passes, reported apart
             self.known[r, p] = mi_given_positions(self.model, state.tokens[r], state.masked[r],
                                                   state.out.logits[r], p).float()
+        return self.known[rows, positions]
+
+
+class ExactRows(ProbedRows):
+    """Rows of the exact MI matrix of a model with ``mi_rows`` (computed when first asked, no probing)."""
+
+    def rows(self, rows, positions):
+        missing = self.known[rows, positions, 0].isnan()
+        if missing.any():
+            r, p, state = rows[missing], positions[missing], self.state
+            self.known[r, p] = self.model.mi_rows(state.tokens[r], state.masked[r], torch.arange(len(r)), p)
         return self.known[rows, positions]

@@ -1,0 +1,213 @@
+"""The hidden Markov model of the exact task and exact inference on it, batched in torch.
+
+An HMM with K hidden states and V values: h_1 ~ init, h_t | h_{t-1} ~ trans[h_{t-1}],
+x_t | h_t ~ emit[h_t]. A partly revealed sequence gives evidence e_t(k) = emit[k, x_t] at
+revealed positions and 1 at masked ones. Scaled forward-backward (Rabiner's c_t) gives
+
+    gamma_t(k) = p(h_t = k | revealed)           (the exact model's hidden states)
+    p(x_t = v | revealed) = sum_k gamma_t(k) emit[k, v]   for masked t
+    log p(revealed) = sum_t log c_t              (log p(x) of a complete sequence)
+
+and pair posteriors p(h_i, h_j | revealed) = alpha_i (prod_{t=i+1..j} trans diag(e_t)) beta_j
+(normalised), hence exact pairwise conditional MI of masked positions. Every function is
+vectorised over the batch; the loops run over positions or offsets only. float64 throughout.
+"""
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bench.errors import BenchError
+
+TOLERANCE = 1e-6   # rows of a parameter file must sum to 1 within this
+
+
+@dataclass(frozen=True)
+class HMM:
+    init: torch.Tensor    # [K] float64
+    trans: torch.Tensor   # [K, K] float64, rows sum to 1
+    emit: torch.Tensor    # [K, V] float64, rows sum to 1
+    length: int           # N, positions per sequence
+
+    @property
+    def n_states(self):
+        return self.init.shape[0]
+
+    @property
+    def n_values(self):
+        return self.emit.shape[1]
+
+
+def draw_hmm(seed, n_states=6, n_values=8, length=64, stay=0.97, emit_concentration=0.15):
+    """Parameters drawn from ``seed``: sticky states (self-transition ``stay``, the rest spread by a
+    Dirichlet(1)) and peaked emissions (Dirichlet(``emit_concentration``): each state puts most
+    of its mass on one or two values), so a value carries information far along the chain."""
+    rng = np.random.default_rng(seed)
+    trans = np.zeros((n_states, n_states))
+    for k in range(n_states):
+        others = rng.dirichlet(np.ones(n_states - 1)) * (1 - stay)
+        trans[k] = np.insert(others, k, stay)
+    emit = rng.dirichlet(np.full(n_values, emit_concentration), size=n_states)
+    emit = (emit + 1e-3) / (emit + 1e-3).sum(1, keepdims=True)   # no value impossible: log p stays finite
+    init = np.full(n_states, 1.0 / n_states)
+    as_t = lambda a: torch.tensor(a, dtype=torch.float64)  # noqa: E731
+    return HMM(as_t(init), as_t(trans), as_t(emit), length)
+
+
+def hmm_to_json(hmm, about):
+    return json.dumps({"about": about, "length": hmm.length, "init": hmm.init.tolist(),
+                       "trans": hmm.trans.tolist(), "emit": hmm.emit.tolist()}, indent=1)
+
+
+def check_stochastic(name, array, ndim, path):
+    """One-line errors for a parameter that is not a non-negative ``ndim``-array with rows summing to 1."""
+    if array.ndim != ndim or array.size == 0:
+        raise BenchError(f"HMM file {path}: {name} must be a non-empty {ndim}-d array, got shape {array.shape}")
+    if not np.isfinite(array).all() or (array < 0).any():
+        raise BenchError(f"HMM file {path}: {name} has a negative or non-finite entry; probabilities must be >= 0")
+    sums = array.sum(-1)
+    if np.abs(sums - 1).max() > TOLERANCE:
+        raise BenchError(f"HMM file {path}: a row of {name} sums to {sums.flat[np.abs(sums - 1).argmax()]:.9g}, "
+                         f"not 1 within {TOLERANCE:g}")
+
+
+def load_hmm(path):
+    """Read and check an HMM parameter file (JSON: length, init [K], trans [K, K], emit [K, V])."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text())
+        arrays = {key: np.asarray(raw[key], dtype=float) for key in ("init", "trans", "emit")}
+        length = raw["length"]
+    except FileNotFoundError:
+        raise BenchError(f"HMM file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError, TypeError) as err:
+        raise BenchError(f"HMM file {path} is not a JSON object of numeric arrays: "
+                         f"{str(err).splitlines()[0]}") from None
+    except KeyError as err:
+        raise BenchError(f"HMM file {path} lacks {err.args[0]!r}; it needs length, init, trans and emit") from None
+    for name, ndim in (("init", 1), ("trans", 2), ("emit", 2)):
+        check_stochastic(name, arrays[name], ndim, path)
+    k = arrays["init"].shape[0]
+    if arrays["trans"].shape != (k, k) or arrays["emit"].shape[0] != k:
+        raise BenchError(f"HMM file {path}: shapes init {arrays['init'].shape}, trans {arrays['trans'].shape}, "
+                         f"emit {arrays['emit'].shape} disagree; need [K], [K, K], [K, V]")
+    if not isinstance(length, int) or isinstance(length, bool) or not 2 <= length <= 4096:
+        raise BenchError(f"HMM file {path}: length must be an integer in [2, 4096], got {length!r}")
+    as_t = lambda a: torch.tensor(a, dtype=torch.float64)  # noqa: E731
+    return HMM(as_t(arrays["init"]), as_t(arrays["trans"]), as_t(arrays["emit"]), length)
+
+
+def sample(hmm, n, generator):
+    """(values [n, N] long, hidden states [n, N] long): ancestral samples."""
+    states = torch.empty(n, hmm.length, dtype=torch.long)
+    states[:, 0] = torch.multinomial(hmm.init.expand(n, -1), 1, generator=generator).squeeze(1)
+    for t in range(1, hmm.length):
+        states[:, t] = torch.multinomial(hmm.trans[states[:, t - 1]], 1, generator=generator).squeeze(1)
+    values = torch.multinomial(hmm.emit[states.reshape(-1)], 1, generator=generator).view(n, hmm.length)
+    return values, states
+
+
+def evidence(hmm, values, revealed):
+    """[B, N, K]: emit[k, x_t] at revealed positions, 1 at masked ones."""
+    emitted = hmm.emit.T[values.clamp(0, hmm.n_values - 1)]          # [B, N, K]
+    return torch.where(revealed[..., None], emitted, torch.ones_like(emitted))
+
+
+def forward_backward(hmm, values, revealed):
+    """(alpha_hat, beta_hat, log_c), each over [B, N(, K)]: scaled messages and log scale factors."""
+    e = evidence(hmm, values, revealed)
+    batch, n, _ = e.shape
+    alpha = torch.empty_like(e)
+    log_c = torch.empty(batch, n, dtype=torch.float64)
+    a = hmm.init * e[:, 0]
+    for t in range(n):
+        if t:
+            a = (alpha[:, t - 1] @ hmm.trans) * e[:, t]
+        c = a.sum(1, keepdim=True)
+        alpha[:, t], log_c[:, t] = a / c, c.squeeze(1).log()
+    beta = torch.ones_like(e)
+    for t in range(n - 2, -1, -1):
+        beta[:, t] = ((e[:, t + 1] * beta[:, t + 1]) @ hmm.trans.T) / log_c[:, t + 1, None].exp()
+    return alpha, beta, log_c
+
+
+def log_likelihood(hmm, values):
+    """[B] log p(x) of complete sequences (the forward algorithm), in nats."""
+    revealed = torch.ones(values.shape, dtype=torch.bool)
+    return forward_backward(hmm, values, revealed)[2].sum(1)
+
+
+def state_posteriors(hmm, values, revealed):
+    """[B, N, K] p(h_t | revealed values)."""
+    alpha, beta, _ = forward_backward(hmm, values, revealed)
+    gamma = alpha * beta
+    return gamma / gamma.sum(-1, keepdim=True)
+
+
+def value_log_probs(hmm, gamma):
+    """[B, N, V] log p(x_t = v | revealed) from state posteriors (exact at masked positions)."""
+    return (gamma @ hmm.emit).clamp_min(1e-300).log()
+
+
+def value_entropy(hmm, gamma):
+    """[B, N] entropy (nats) of p(x_t | revealed) from state posteriors."""
+    return torch.special.entr(gamma @ hmm.emit).sum(-1)
+
+
+def pair_value_mi(hmm, joint, entropy_i, entropy_j):
+    """[R] I(X_i; X_j) from state pair posteriors joint [R, K, K] (normalised here) and the two
+    value entropies [R]: H(X_i) + H(X_j) - H(X_i, X_j)."""
+    joint = joint / joint.sum((-1, -2), keepdim=True)
+    pair = hmm.emit.T @ joint @ hmm.emit                                  # [R, V, V]
+    return (entropy_i + entropy_j - torch.special.entr(pair).sum((-1, -2))).clamp_min(0.0)
+
+
+def mi_rows(hmm, values, revealed, rows, positions):
+    """[R, N] float32: exact I(X_i; X_j | revealed values of row ``rows[r]``) for i = ``positions[r]``
+    and every j (0 where j = i or j is revealed).
+
+    p(h_i, h_j | revealed) = alpha_i T_{i,j} beta_j with T_{i,j} = prod_{t=i+1..j} trans diag(e_t),
+    carried outwards from i one offset at a time for all R rows at once (renormalised each step:
+    the pair posterior is normalised at the end anyway)."""
+    alpha, beta, _ = forward_backward(hmm, values, revealed)
+    gamma = alpha * beta
+    entropy = value_entropy(hmm, gamma / gamma.sum(-1, keepdim=True))                     # [B, N]
+    step = hmm.trans[None, None] * evidence(hmm, values, revealed)[:, :, None, :]       # [B, N, K, K]
+    n, k = values.shape[1], hmm.n_states
+    out = torch.zeros(len(rows), n, dtype=torch.float64)
+    for direction in (1, -1):
+        carried = torch.eye(k, dtype=torch.float64).expand(len(rows), k, k)
+        for d in range(1, n):
+            other = positions + direction * d
+            live = (other >= 0) & (other < n)
+            if not live.any():
+                break
+            j = other.clamp(0, n - 1)
+            if direction > 0:   # T_{i,j} = T_{i,j-1} (trans diag e_j)
+                carried = carried @ step[rows, j]
+                joint = alpha[rows, positions, :, None] * carried * beta[rows, j, None, :]
+            else:               # T_{j,i} = (trans diag e_{j+1}) T_{j+1,i}
+                carried = step[rows, (j + 1).clamp(max=n - 1)] @ carried
+                joint = alpha[rows, j, :, None] * carried * beta[rows, positions, None, :]
+            carried = carried / carried.amax((-1, -2), keepdim=True)
+            mi = pair_value_mi(hmm, joint, entropy[rows, positions], entropy[rows, j])
+            out[live.nonzero().squeeze(1), other[live]] = mi[live]
+    return (out * ~revealed[rows]).float()
+
+
+def pair_mi(hmm, values, revealed):
+    """[B, N, N] float32: exact I(X_i; X_j | revealed) for every masked pair (symmetric; 0 elsewhere)."""
+    batch, n = values.shape
+    rows, positions = (~revealed).nonzero(as_tuple=True)
+    mi = torch.zeros(batch, n, n)
+    mi[rows, positions] = mi_rows(hmm, values, revealed, rows, positions)
+    return mi
+
+
+def entropy_rate_bits(hmm):
+    """Rough per-position entropy (bits) of the value process from 20,000 sampled positions: for the card."""
+    values, _ = sample(hmm, 200, torch.Generator().manual_seed(0))
+    return float(-log_likelihood(hmm, values).mean() / hmm.length / math.log(2))

@@ -1,0 +1,142 @@
+"""The exact task: generate sequences of a known hidden Markov model; the headline is KL(q || p).
+
+q is the distribution the strategy actually samples from (values drawn at temperature 1) and
+p the true chain. For a strategy whose picks depend only on the current state,
+log q(x) = sum over passes of the log-probabilities of the values revealed at that pass (the
+decode loop records it as ``log_q``), and log p(x) comes from the forward algorithm, so
+KL = E_q[log q - log p] is estimated without bias by the mean over samples, with a bootstrap
+CI. Strategies that draw their picks at random (learned, mode=sample) get an upper bound: the
+same mean is then KL(q(x, order) || p(x) r(order | x)) >= KL(q || p).
+
+Two tasks share the chain and the inputs (every position masked, one sample per input):
+``hmm`` decodes with the exact denoiser (forward-backward), so its KL is the strategy's own
+sampling error; ``hmm_mdm`` decodes with a small MDM trained on samples of the chain, whose
+sequential KL is the denoiser's error.
+"""
+import hashlib
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bench.checkpoints import build_from_payload, file_id, load_payload, with_weights
+from bench.core import EvalSet, Task
+from bench.errors import BenchError
+from bench.provenance import portable_path
+from bench.registry import register_task
+from bench.stats import difference_metric, mean_metric
+from tasks.hmm import chain
+from tasks.hmm.model import ExactHMMModel, HMMMDM, HMMModelConfig, HMMTransformer
+
+HERE = Path(__file__).parent
+DEFAULT_HMM = HERE / "data" / "hmm.json"
+DEFAULT_MDM = HERE / "weights" / "hmm_mdm.pt"
+N_SEQUENCES = 1000
+MDM_TRAIN_COMMAND = "python -m bench train hmm_mdm"
+
+
+def sequence_string(values):
+    return "".join(str(int(v)) for v in values)
+
+
+@register_task
+class HMMTask(Task):
+    """Exact task: 1,000 sequences of a known HMM (N=64, V=8), exact denoiser; KL(q||p) in nats."""
+    name = "hmm"
+    headline = "kl_nats"
+    temperature = 1.0   # values are drawn: q is the sampling distribution
+    weights_dir = HERE / "weights" / "exact"
+    extra_figures = ("share_over_1nat",)
+    mi_label_sizes = {"train": 4000, "heldout": 500, "ood": 500}
+    # order policies: fully masked samples of the chain; eb:gamma=g reaches about T passes
+    order_training = {"batch": 32, "step_units": 6000, "n_eval": 256, "init_gamma": {8: 4.0, 16: 1.0, 32: 0.2}}
+    options = {"data": "HMM parameter JSON: length, init [K], trans [K, K], emit [K, V] (default: the shipped chain)"}
+
+    def __init__(self, data=None, model=None):
+        self.data_path = Path(data) if data else DEFAULT_HMM
+        self.model_path = model
+        self._hmm = None
+
+    @property
+    def hmm(self):
+        if self._hmm is None:
+            self._hmm = chain.load_hmm(self.data_path)
+        return self._hmm
+
+    def config(self):
+        return {"data": portable_path(self.data_path), "model": self.model_path and portable_path(self.model_path)}
+
+    def load_model(self):
+        if self.model_path:
+            raise BenchError(f"task {self.name} decodes with the exact chain and takes no --model; "
+                             f"a trained model runs as task hmm_mdm")
+        return ExactHMMModel(self.hmm, file_id(self.data_path))
+
+    def eval_set(self, limit=None, seed=0):
+        n = N_SEQUENCES if limit is None else limit
+        tokens = torch.zeros(n, self.hmm.length, dtype=torch.long)
+        digest = hashlib.sha256(self.data_path.read_bytes()).hexdigest()[:12]
+        return EvalSet(tokens=tokens, masked=torch.ones_like(tokens, dtype=torch.bool), data_id=digest, extras={})
+
+    def data_summary(self):
+        hmm = self.hmm
+        return f"every position masked; chain with {hmm.n_states} hidden states, {hmm.n_values} values, length {hmm.length}"
+
+    def records(self, tokens, passes, rows, eval_set):
+        values = tokens - 1
+        log_p = chain.log_likelihood(self.hmm, values).tolist()
+        return [{"index": row, "passes": n, "log_p": round(lp, 6), "output": sequence_string(v)}
+                for v, n, lp, row in zip(values, passes.tolist(), log_p, rows.tolist())]
+
+    def summarize(self, records):
+        if "log_q" not in records[0]:
+            raise BenchError(f"records of task {self.name} lack log_q (values must be sampled, temperature > 0)")
+        column = lambda key: np.array([r[key] for r in records], dtype=float)  # noqa: E731
+        log_q, log_p = column("log_q"), column("log_p")
+        bits = 1 / (self.hmm.length * math.log(2))
+        return [
+            difference_metric("kl_nats", log_q, log_p, False,
+                              "KL(q||p) in nats per sequence: mean of log q - log p", fields=("log_q", "log_p")),
+            difference_metric("kl_bits_per_position", log_q * bits, log_p * bits, False,
+                              "KL(q||p) in bits per position"),
+            mean_metric("share_over_1nat", (log_q - log_p > 1).astype(float), False,
+                        "share of samples with log q - log p > 1 nat"),
+            mean_metric("passes", column("passes"), False, "forward passes per sequence", field="passes"),
+        ]
+
+    def mi_contexts(self, model, split, n, generator):
+        from tasks.hmm.hooks import mi_contexts
+        return mi_contexts(self.hmm, model, split, n, generator)
+
+    def order_examples(self):
+        from tasks.hmm.hooks import order_examples
+        return order_examples(self.hmm)
+
+
+@register_task
+class HMMMDMTask(HMMTask):
+    """Exact task with a trained denoiser: a small MDM trained on samples of the same chain."""
+    name = "hmm_mdm"
+    weights_dir = HERE / "weights" / "mdm"
+    mi_probe = 16   # probed positions per MI context (the trained model has no exact MI)
+    options = {"data": HMMTask.options["data"] + "; the model must be trained on it",
+               "model": "checkpoint path (default: the shipped MDM, tasks/hmm/weights/hmm_mdm.pt)"}
+
+    def __init__(self, data=None, model=None):
+        super().__init__(data, model)
+        self.model_path = Path(model) if model else DEFAULT_MDM
+
+    def load_model(self):
+        payload = load_payload(self.model_path, "HMM MDM", MDM_TRAIN_COMMAND)
+        build = lambda p: with_weights(HMMTransformer(HMMModelConfig(**p["config"])), p["state_dict"])  # noqa: E731
+        network = build_from_payload(payload, build, "HMM MDM", self.model_path, MDM_TRAIN_COMMAND)
+        if (network.cfg.length, network.cfg.n_values) != (self.hmm.length, self.hmm.n_values):
+            raise BenchError(f"model {self.model_path} was trained on length {network.cfg.length} with "
+                             f"{network.cfg.n_values} values; the HMM file {self.data_path} has "
+                             f"{self.hmm.length} and {self.hmm.n_values}")
+        return HMMMDM(network, file_id(self.model_path), payload.get("meta"))
+
+    def train_model(self, settings, out):
+        from tasks.hmm.hooks import train_model
+        train_model(settings, out)
