@@ -13,7 +13,8 @@ from conftest import run_cli
 from strategies.mi.exact import exact_mi, symmetric
 from tasks.hmm import chain
 from tasks.hmm.model import ExactHMMModel
-from tasks.hmm.task import DEFAULT_HMM, HMMTask
+from tasks.hmm.chain import DEFAULT_HMM
+from tasks.hmm.task import HMMTask
 
 load_plugins()
 
@@ -78,7 +79,7 @@ def decode_exact(hmm, spec, n, seed=0):
     strategy = parse_strategy(spec)
     strategy.bind(None, model)
     tokens = torch.zeros(n, hmm.length, dtype=torch.long)
-    result = decode(model, tokens, tokens == 0, strategy, 1.0, torch.Generator().manual_seed(seed))
+    result = decode(model, tokens, tokens == 0, strategy, 1.0, seed)
     return result, result.log_q - chain.log_likelihood(hmm, result.tokens - 1)
 
 

@@ -23,6 +23,7 @@ import torch
 from bench.errors import BenchError
 
 TOLERANCE = 1e-6   # rows of a parameter file must sum to 1 within this
+DEFAULT_HMM = Path(__file__).parent / "data" / "hmm.json"   # the shipped chain
 
 
 @dataclass(frozen=True)
@@ -117,21 +118,21 @@ def evidence(hmm, values, revealed):
 
 
 def forward_backward(hmm, values, revealed):
-    """(alpha_hat, beta_hat, log_c), each over [B, N(, K)]: scaled messages and log scale factors."""
-    e = evidence(hmm, values, revealed)
-    batch, n, _ = e.shape
-    alpha = torch.empty_like(e)
-    log_c = torch.empty(batch, n, dtype=torch.float64)
-    a = hmm.init * e[:, 0]
+    """(alpha_hat, beta_hat, log_c), each over [B, N(, K)]: scaled messages and log scale factors.
+    Computed time-major (contiguous [B, K] slices per position), returned batch-major."""
+    e = evidence(hmm, values, revealed).transpose(0, 1).contiguous()      # [N, B, K]
+    n = e.shape[0]
+    alpha, c = torch.empty_like(e), torch.empty(e.shape[:2], dtype=torch.float64)
+    a = hmm.init * e[0]
     for t in range(n):
         if t:
-            a = (alpha[:, t - 1] @ hmm.trans) * e[:, t]
-        c = a.sum(1, keepdim=True)
-        alpha[:, t], log_c[:, t] = a / c, c.squeeze(1).log()
+            a = (alpha[t - 1] @ hmm.trans) * e[t]
+        c[t] = a.sum(1)
+        alpha[t] = a / c[t, :, None]
     beta = torch.ones_like(e)
     for t in range(n - 2, -1, -1):
-        beta[:, t] = ((e[:, t + 1] * beta[:, t + 1]) @ hmm.trans.T) / log_c[:, t + 1, None].exp()
-    return alpha, beta, log_c
+        beta[t] = ((e[t + 1] * beta[t + 1]) @ hmm.trans.T) / c[t + 1, :, None]
+    return alpha.transpose(0, 1), beta.transpose(0, 1), c.log().T
 
 
 def log_likelihood(hmm, values):
@@ -157,45 +158,38 @@ def value_entropy(hmm, gamma):
     return torch.special.entr(gamma @ hmm.emit).sum(-1)
 
 
-def pair_value_mi(hmm, joint, entropy_i, entropy_j):
-    """[R] I(X_i; X_j) from state pair posteriors joint [R, K, K] (normalised here) and the two
-    value entropies [R]: H(X_i) + H(X_j) - H(X_i, X_j)."""
-    joint = joint / joint.sum((-1, -2), keepdim=True)
-    pair = hmm.emit.T @ joint @ hmm.emit                                  # [R, V, V]
-    return (entropy_i + entropy_j - torch.special.entr(pair).sum((-1, -2))).clamp_min(0.0)
-
-
-def mi_rows(hmm, values, revealed, rows, positions):
+def mi_rows(hmm, values, revealed, rows, positions, chunk=512):
     """[R, N] float32: exact I(X_i; X_j | revealed values of row ``rows[r]``) for i = ``positions[r]``
     and every j (0 where j = i or j is revealed).
 
-    p(h_i, h_j | revealed) = alpha_i T_{i,j} beta_j with T_{i,j} = prod_{t=i+1..j} trans diag(e_t),
-    carried outwards from i one offset at a time for all R rows at once (renormalised each step:
-    the pair posterior is normalised at the end anyway)."""
-    alpha, beta, _ = forward_backward(hmm, values, revealed)
-    gamma = alpha * beta
-    entropy = value_entropy(hmm, gamma / gamma.sum(-1, keepdim=True))                     # [B, N]
-    step = hmm.trans[None, None] * evidence(hmm, values, revealed)[:, :, None, :]       # [B, N, K, K]
-    n, k = values.shape[1], hmm.n_states
-    out = torch.zeros(len(rows), n, dtype=torch.float64)
-    for direction in (1, -1):
-        carried = torch.eye(k, dtype=torch.float64).expand(len(rows), k, k)
-        for d in range(1, n):
-            other = positions + direction * d
-            live = (other >= 0) & (other < n)
-            if not live.any():
-                break
-            j = other.clamp(0, n - 1)
-            if direction > 0:   # T_{i,j} = T_{i,j-1} (trans diag e_j)
-                carried = carried @ step[rows, j]
-                joint = alpha[rows, positions, :, None] * carried * beta[rows, j, None, :]
-            else:               # T_{j,i} = (trans diag e_{j+1}) T_{j+1,i}
-                carried = step[rows, (j + 1).clamp(max=n - 1)] @ carried
-                joint = alpha[rows, j, :, None] * carried * beta[rows, positions, None, :]
-            carried = carried / carried.amax((-1, -2), keepdim=True)
-            mi = pair_value_mi(hmm, joint, entropy[rows, positions], entropy[rows, j])
-            out[live.nonzero().squeeze(1), other[live]] = mi[live]
-    return (out * ~revealed[rows]).float()
+    The pair marginals come from forward-backward with X_i clamped to each value u in turn:
+    p(x_i = u, x_j = w | revealed) = p(x_i = u | revealed) p(x_j = w | x_i = u, revealed), so
+    I = H(X_j) - sum_u p(x_i = u) H(X_j | X_i = u). ``chunk`` rows (times V clamped copies) at a time."""
+    out = torch.zeros(len(rows), values.shape[1])
+    for start in range(0, len(rows), chunk):
+        r, p = rows[start:start + chunk], positions[start:start + chunk]
+        out[start:start + chunk] = clamped_mi(hmm, values[r], revealed[r], p)
+    return out
+
+
+def clamped_mi(hmm, values, revealed, positions):
+    """mi_rows for one chunk: row r of ``values``/``revealed`` with i = ``positions[r]``."""
+    n_rows, n_values = len(positions), hmm.n_values
+    arange = torch.arange(n_rows)
+    marginal = value_log_probs(hmm, state_posteriors(hmm, values, revealed)).exp()          # [R, N, V]
+    entropy = torch.special.entr(marginal).sum(-1)                                          # [R, N]
+    copies = torch.arange(n_rows).repeat_interleave(n_values)                               # [R * V]
+    clamped_values, clamped_revealed = values[copies].clone(), revealed[copies].clone()
+    where = positions[copies]
+    clamped_values[torch.arange(len(copies)), where] = torch.arange(n_values).repeat(n_rows)
+    clamped_revealed[torch.arange(len(copies)), where] = True
+    conditional = value_log_probs(hmm, state_posteriors(hmm, clamped_values, clamped_revealed)).exp()
+    cond_entropy = torch.special.entr(conditional).sum(-1).view(n_rows, n_values, -1)        # [R, V, N]
+    weights = marginal[arange, positions]                                                   # [R, V] p(x_i = u)
+    mi = (entropy - (weights[..., None] * cond_entropy).sum(1)).clamp_min(0.0)
+    keep = ~revealed
+    keep[arange, positions] = False
+    return (mi * keep).float()
 
 
 def pair_mi(hmm, values, revealed):

@@ -46,6 +46,6 @@ def order_examples(hmm):
 def train_model(settings, out):
     """`bench train hmm_mdm KEY=VALUE...`: settings go to the model or the training config by name."""
     from tasks.hmm.model import HMMModelConfig
-    from tasks.hmm.task import DEFAULT_MDM
+    from tasks.hmm.model import DEFAULT_MDM
     from tasks.hmm.train import TrainConfig, train
     train_and_log("hmm_mdm", (HMMModelConfig, TrainConfig), train, settings, out, DEFAULT_MDM)

@@ -11,8 +11,8 @@ MI oracle and MI labels use instead of probing.
 ``HMMMDM``: a small bidirectional transformer trained on samples of the same chain
 (tasks/hmm/train.py); its hidden states are the last block's output.
 """
-import hashlib
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -22,6 +22,7 @@ from bench.core import MaskedModel, ModelOutput
 from tasks.hmm import chain
 
 MASK_TOKEN = 0
+DEFAULT_MDM = Path(__file__).parent / "weights" / "hmm_mdm.pt"   # the shipped trained MDM
 
 
 def to_values(tokens, masked):
@@ -134,6 +135,3 @@ class HMMMDM(MaskedModel):
     def n_params(self):
         return sum(p.numel() for p in self.network.parameters())
 
-
-def digest(text):
-    return hashlib.sha256(text.encode()).hexdigest()[:12]

@@ -27,11 +27,10 @@ from bench.provenance import portable_path
 from bench.registry import register_task
 from bench.stats import difference_metric, mean_metric
 from tasks.hmm import chain
-from tasks.hmm.model import ExactHMMModel, HMMMDM, HMMModelConfig, HMMTransformer
+from tasks.hmm.chain import DEFAULT_HMM
+from tasks.hmm.model import DEFAULT_MDM, ExactHMMModel, HMMMDM, HMMModelConfig, HMMTransformer
 
 HERE = Path(__file__).parent
-DEFAULT_HMM = HERE / "data" / "hmm.json"
-DEFAULT_MDM = HERE / "weights" / "hmm_mdm.pt"
 N_SEQUENCES = 1000
 MDM_TRAIN_COMMAND = "python -m bench train hmm_mdm"
 
@@ -50,7 +49,7 @@ class HMMTask(Task):
     extra_figures = ("share_over_1nat",)
     mi_label_sizes = {"train": 4000, "heldout": 500, "ood": 500}
     # order policies: fully masked samples of the chain; eb:gamma=g reaches about T passes
-    order_training = {"batch": 32, "step_units": 6000, "n_eval": 256, "init_gamma": {8: 4.0, 16: 1.0, 32: 0.2}}
+    order_training = {"batch": 32, "step_units": 6000, "n_eval": 256, "init_gamma": {8: 10.0, 16: 4.0, 32: 1.5}}
     options = {"data": "HMM parameter JSON: length, init [K], trans [K, K], emit [K, V] (default: the shipped chain)"}
 
     def __init__(self, data=None, model=None):

@@ -67,10 +67,9 @@ def validation_loss(network, hmm, rates=(0.15, 0.5, 0.9), n=1000):
 
 def train(model_cfg, cfg, out):
     """Train and save to ``out`` (with the config and the log's numbers in the payload)."""
-    from tasks.hmm.task import DEFAULT_HMM
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
-    hmm = chain.load_hmm(cfg.hmm or DEFAULT_HMM)
+    hmm = chain.load_hmm(cfg.hmm or chain.DEFAULT_HMM)
     model_cfg.n_values, model_cfg.length = hmm.n_values, hmm.length
     network = HMMTransformer(model_cfg)
     optimizer = torch.optim.AdamW(network.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
