@@ -37,8 +37,8 @@ SWEEPS = {
                 + sweep("mi", "gamma", (2,) + MI_GAMMAS_PROTEIN) + sweep("mi", "gamma", MI_GAMMAS_PROTEIN, ",lam=0")
                 + sweep("mi_eb", "gamma", (3, 10, 20)) + LEARNED),
 }
-# The exact task (64 positions): the same sweep on the exact chain and on the trained MDM; the MI
-# oracle reads exact MI on the chain (no probing) and probes the MDM (directed: the picks' rows).
+# The exact task (64 positions): the same sweep on the exact chain and on the trained MDM; on the
+# chain the MI oracle reads exact MI (no probing).
 GAMMAS_HMM = (1, 2, 4, 8)
 LEARNED_HMM = ["learned:T=8,mode=threshold", "learned:T=16,mode=threshold", "learned:T=32,mode=threshold"]
 SWEEP_HMM = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin", "k", (2, 4, 8))
@@ -46,7 +46,9 @@ SWEEP_HMM = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin"
              + sweep("mi", "gamma", GAMMAS_HMM) + sweep("mi", "gamma", GAMMAS_HMM, ",lam=0")
              + sweep("mi_eb", "gamma", GAMMAS_HMM) + LEARNED_HMM)
 SWEEPS["hmm"] = SWEEP_HMM + sweep("mi_oracle", "gamma", (2, 4, 8))
-SWEEPS["hmm_mdm"] = SWEEP_HMM + ["mi_oracle:gamma=2,target=directed"]
+# The oracle probes the trained MDM (V = 8 passes per probed row: about 12 minutes for 1,000
+# sequences on 2 cores), so the hmm_mdm sweep leaves it out; the chain's exact oracle is in `hmm`.
+SWEEPS["hmm_mdm"] = list(SWEEP_HMM)
 
 
 DEFAULT_TASK = "sudoku"   # what `bench run` without --preset or --tasks runs
@@ -96,7 +98,7 @@ VERDICTS = {
     "protein": Verdicts(budgets=(8, 12, 16, 24), margin=0.001, ablations=MI_ABLATIONS),
     # KL in nats per sequence; sequential is exact (KL 0) on the chain
     "hmm": Verdicts(budgets=(8, 16, 24, 32), margin=0.1, ablations=MI_ABLATIONS + ORACLE + MI_VS_EB),
-    "hmm_mdm": Verdicts(budgets=(8, 16, 24, 32), margin=0.1, ablations=MI_ABLATIONS + ORACLE + MI_VS_EB),
+    "hmm_mdm": Verdicts(budgets=(8, 16, 24, 32), margin=0.1, ablations=MI_ABLATIONS + MI_VS_EB),
 }
 
 
