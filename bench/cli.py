@@ -3,7 +3,8 @@
 Commands: list (tasks, strategies, helpers, presets), run (strategies on tasks -> results/),
 report (figures and tables from results/ only), compare (two sets of results: the regression
 gate), rescore (metrics from stored records), train (a task's model or a helper network), data
-(build data sets); plugins add their own (`bench --help` lists them).
+(build data sets), throughput (model passes per second); plugins add their own (`bench --help`
+lists them).
 """
 import argparse
 import sys
@@ -27,7 +28,22 @@ def add_run(sub):
                      help="runs found complete: decode N of their inputs again and check they reproduce "
                           "the stored records (default 4; 0 skips; sampled runs are not checked)")
     run.add_argument("--data", help="input file for the task (`bench list` says what each task takes)")
-    run.add_argument("--model", help="model checkpoint for the task (default: the shipped one)")
+    run.add_argument("--model", help="model checkpoint for the task (default: the shipped one), or "
+                                      "package.module:factory, a callable returning a MaskedModel")
+    add_placement(run)
+    run.add_argument("--executor", default="local", help="local (default: this process) or ray (cells as Ray "
+                                                         "tasks; pip install -e '.[ray]')")
+    run.add_argument("--shards", type=int, default=1, help="with --executor ray: cut each run's inputs into N "
+                                                           "shards of whole batches, one Ray task each (default 1)")
+    run.add_argument("--ray-address", help="with --executor ray: the cluster to join ('auto': the one `ray start` "
+                                           "made here; default: $RAY_ADDRESS, else a new local Ray instance)")
+
+
+def add_placement(parser):
+    """--device and --dtype (checked where they are used, so the parser needs no torch)."""
+    parser.add_argument("--device", default="cpu", help="where models run: auto (cuda when there is one), cpu "
+                                                        "(default), cuda or cuda:N")
+    parser.add_argument("--dtype", default="float32", help="float32 (default) or bfloat16 (autocast)")
 
 
 def add_compare(sub):
@@ -65,6 +81,12 @@ def add_core(sub):
     train.add_argument("settings", nargs="*", help="KEY=VALUE overrides, e.g. steps=100")
     train.add_argument("--out", help="where to write the checkpoint (default: the shipped path)")
     train.add_argument("--task", help="with a helper target: the task whose model the helper reads")
+    add_placement(train)
+    speed = sub.add_parser("throughput", help="forward passes per second of each task's model at several batch sizes")
+    speed.add_argument("--tasks", help="comma-separated task names (default: every task)")
+    speed.add_argument("--batches", default="1,64,256,1024", help="batch sizes (default: %(default)s)")
+    speed.add_argument("--seconds", type=float, default=2.0, help="time per batch size, at least (default 2)")
+    add_placement(speed)
     data = sub.add_parser("data", help="build a data set a task names (`bench list` names them)")
     data.add_argument("target", help="what to build")
     data.add_argument("--test-set", action="store_true", help="also rewrite the committed test set, where one is built")
@@ -110,6 +132,9 @@ def list_everything():
 def dispatch(args):
     if args.command == "list":
         list_everything()
+    elif args.command == "run" and args.executor == "ray":
+        from bench.executor import run_on_ray
+        run_on_ray(args)
     elif args.command == "run":
         from bench.runner import run_tasks
         run_tasks(args)
@@ -125,7 +150,11 @@ def dispatch(args):
         return compare(args.base, args.new, args.fail_on)
     elif args.command == "train":
         from bench.training import run_training
-        run_training(args.target, args.settings, args.out, args.task)
+        run_training(args.target, args.settings, args.out, args.task, args.device, args.dtype)
+    elif args.command == "throughput":
+        from bench.throughput import throughput
+        load_plugins()
+        throughput(args.tasks or ",".join(sorted(TASKS)), args.batches, args.device, args.dtype, args.seconds)
     elif args.command == "data":
         from bench.training import build_data
         build_data(args.target, args)

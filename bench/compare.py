@@ -10,13 +10,14 @@ from bench.results import load_json, read_records, scan_results
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOTHING_COMPARABLE = 0, 1, 3
 DEFAULT_FAIL_ON = "passes:+5%,headline:ci"
-SETTINGS = ("model_id", "data_id", "seed", "limit", "batch_size", "temperature")
+SETTINGS = ("model_id", "data_id", "seed", "limit", "batch_size", "temperature", "device", "dtype")
+DEFAULTS = {"device": "cpu", "dtype": "float32"}   # what a config without them ran on (bench.device)
 
 FAIL_ON_HELP = f"""Compare two sets of results (the CI regression gate).
 
 BASE and NEW are result folders or single result .json files. Runs are paired by task and
 strategy spec (every parameter resolved); a pair whose model, data, seed, limit, batch size,
-temperature or schema version differ is 'not comparable'. For each metric the table shows
+temperature, device kind (cpu, cuda), dtype or schema version differ is 'not comparable'. For each metric the table shows
 both values with their 95% CIs, the delta and a mark. Paired runs on the same inputs whose
 metric can be recomputed from the per-input records are judged by a paired test (paired
 bootstrap CI of NEW - BASE, exact McNemar or randomisation p, shown in the note); others by
@@ -25,7 +26,7 @@ their marginal CIs:
                    (direction: the file's higher_is_better)
   within noise     otherwise
   missing / new    in BASE only / in NEW only
-  not comparable   different model, data, seed, limit, schema or metric direction
+  not comparable   different model, data, seed, limit, device, dtype, schema or metric direction
 
 --fail-on METRIC:LIMIT,... sets how much each metric may get worse. Which way is worse comes
 from the result file, never from the name or the sign, so a sign is optional and ignored:
@@ -130,7 +131,8 @@ def identity(result):
 
 def settings(result):
     """What must match for two paired runs to be comparable."""
-    return {"schema_version": result["schema_version"], **{k: result["config"].get(k) for k in SETTINGS}}
+    return {"schema_version": result["schema_version"],
+            **{k: result["config"].get(k, DEFAULTS.get(k)) for k in SETTINGS}}
 
 
 def run_name(result):

@@ -13,13 +13,15 @@ from typing import ClassVar
 import torch
 
 from bench.errors import BenchError
+from bench.streams import Streams
 
 
 @dataclass
 class ModelOutput:
     """What one forward pass returns."""
     logits: torch.Tensor  # [B, N, V] over the real token values only
-    hidden: torch.Tensor  # [B, N, D] states of the layer estimators and policies read
+    hidden: torch.Tensor | None = None  # [B, N, D] states of the layer estimators and policies read
+    #                                     (optional: only strategies that need them, Strategy.needs)
 
 
 class MaskedModel:
@@ -48,12 +50,21 @@ class StepState:
     """The state a strategy sees at one pass. Derived quantities are computed once, lazily.
 
     A strategy that runs the model beyond the loop's pass (an oracle probing it) adds those
-    passes per row to ``aux_passes``; the loop reports them apart from decoding passes.
+    passes per row to ``aux_passes``; the loop reports them apart from decoding passes. A strategy
+    that chooses at random draws from ``uniform(purpose)``: each input's own stream.
     """
     tokens: torch.Tensor   # [B, N] long
     masked: torch.Tensor   # [B, N] bool, True where still masked
     out: ModelOutput
     step: int              # pass number, 0-based
+    streams: Streams | None = None   # the rows' random streams (the loop's; None: seed 0, inputs 0..B-1)
+
+    def uniform(self, purpose: str) -> torch.Tensor:
+        """[B, N] float64 uniforms in [0, 1) for this pass and ``purpose`` (a string naming what
+        they are for): from each input's own stream (bench.streams), so they do not depend on the
+        batch an input is decoded in."""
+        streams = self.streams if self.streams is not None else Streams(0, rows=self.tokens.shape[0])
+        return streams.uniform_grid(self.step, purpose, self.tokens.shape[1])
 
     @cached_property
     def aux_passes(self):
@@ -91,10 +102,11 @@ class Strategy:
     fields are the strategy's parameters (``topk:k=7`` sets ``k``)."""
     name: ClassVar[str]
     aux_passes_metric: ClassVar[str | None] = None   # record name of aux passes (e.g. probe_passes); None: spends none
+    needs: ClassVar[tuple] = ()   # what it reads of the model's output besides logits: ("hidden",) for hidden states
 
     def samples(self) -> bool:
-        """Whether the strategy draws random numbers to choose (then `--verify` cannot re-decode
-        a few inputs alone and expect the same draws)."""
+        """Whether the strategy draws random numbers to choose (from ``StepState.uniform``, each
+        input's own stream: its runs depend on the seed, and still reproduce input by input)."""
         return False
 
     def bind(self, task, model):

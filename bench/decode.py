@@ -6,6 +6,7 @@ import torch
 
 from bench.core import StepState
 from bench.errors import BenchError
+from bench.streams import Streams, categorical
 
 
 @dataclass
@@ -18,17 +19,26 @@ class DecodeResult:
     #                       distribution at the pass that revealed them, summed (0 for argmax values)
 
 
-def fill_values(out, pick, value_tokens, temperature, generator):
-    """(token ids [B, N] for every position, [B] log-probability of the values at ``pick``):
-    argmax values (temperature 0, log-probability 0: nothing is drawn) or a sample from the
-    model's distribution at ``temperature``."""
+def fill_values(tokens, out, pick, value_tokens, temperature=0.0, streams=None, step=0):
+    """(``tokens`` [B, N] with a value written at every position of ``pick``, [B] float64
+    log-probability of those values): argmax values (temperature 0: log-probability 0, nothing is
+    drawn) or values drawn from the model's distribution at ``temperature``, each from its input's
+    own stream (``streams``, bench.streams: purpose ``values``, pass ``step``). Only the picked
+    positions are computed or drawn."""
+    rows, cols = pick.nonzero(as_tuple=True)
+    logits = out.logits[rows, cols]                                           # [P, V]
+    log_q = torch.zeros(pick.shape[0], dtype=torch.float64)
     if temperature == 0:
-        return value_tokens[out.logits.argmax(-1)], torch.zeros(pick.shape[0], dtype=torch.float64)
-    log_probs = torch.log_softmax(out.logits.float() / temperature, dim=-1)
-    flat = torch.multinomial(log_probs.exp().reshape(-1, log_probs.shape[-1]), 1, generator=generator)
-    values = flat.view(log_probs.shape[:-1])
-    drawn = log_probs.gather(-1, values.unsqueeze(-1)).squeeze(-1).double()
-    return value_tokens[values], torch.where(pick, drawn, 0.0).sum(1)
+        values = logits.argmax(-1)
+    else:
+        log_probs = torch.log_softmax(logits.float() / temperature, dim=-1)  # [P, V]
+        streams = streams if streams is not None else Streams(0, rows=pick.shape[0])
+        values = categorical(log_probs.exp(), streams.uniform(step, "values", rows, cols))
+        drawn = log_probs.gather(-1, values.unsqueeze(-1)).squeeze(-1).double()
+        log_q = torch.zeros(pick.shape, dtype=torch.float64).index_put_((rows, cols), drawn).sum(1)
+    filled = tokens.clone()
+    filled[rows, cols] = value_tokens[values]
+    return filled, log_q
 
 
 def check_pick(pick, masked, strategy_name, step):
@@ -42,15 +52,19 @@ def check_pick(pick, masked, strategy_name, step):
         raise BenchError(f"strategy {strategy_name} revealed nothing for an active row at pass {step}")
 
 
-def decode(model, tokens, masked, strategy, temperature=0.0, generator=None):
+def decode(model, tokens, masked, strategy, temperature=0.0, seed=0, index=None):
     """Reveal every masked position of ``tokens`` [B, N], one forward pass per active row per step.
 
-    Rows that are complete drop out of the batch, so their pass count stops. ``log_q`` sums the
-    log-probabilities of the drawn values: for a strategy whose picks depend only on the state it
-    is log q(x), the log-probability of the whole sample under the decoding process (an exact
-    task compares it with the true log p(x)).
+    Rows that are complete drop out of the batch, so their pass count stops. Row r is input
+    ``index[r]`` (default r) of a run with ``seed``: every random number drawn for it (sampled
+    values, a sampling strategy's draws through ``StepState.uniform``) comes from its own stream
+    (bench.streams), so its result does not depend on the other rows of the batch. ``log_q``
+    sums the log-probabilities of the drawn values: for a strategy whose picks depend only on the
+    state it is log q(x), the log-probability of the whole sample under the decoding process (an
+    exact task compares it with the true log p(x)).
     """
     tokens, masked = tokens.clone(), masked.clone()
+    streams = Streams(seed, index if index is not None else torch.arange(tokens.shape[0]))
     passes = torch.zeros(tokens.shape[0], dtype=torch.long)
     aux = torch.zeros_like(passes)
     log_q = torch.zeros(tokens.shape[0], dtype=torch.float64)
@@ -59,15 +73,16 @@ def decode(model, tokens, masked, strategy, temperature=0.0, generator=None):
         active = masked.any(1).nonzero().squeeze(1)  # [A]
         if active.numel() == 0:
             return DecodeResult(tokens, passes, time.perf_counter() - start, aux, log_q)
-        state = StepState(tokens[active], masked[active], model(tokens[active], masked[active]), step)
+        rows = streams.take(active)
+        state = StepState(tokens[active], masked[active], model(tokens[active], masked[active]), step, rows)
         if not torch.isfinite(state.out.logits).all():
             raise BenchError(f"the model returned non-finite logits at pass {step}")
         pick = strategy.select(state)
         check_pick(pick, state.masked, strategy.name, step)
         aux[active] += state.aux_passes  # counted apart from decoding passes
-        values, drawn_log_q = fill_values(state.out, pick, model.value_tokens, temperature, generator)
+        tokens[active], drawn_log_q = fill_values(state.tokens, state.out, pick, model.value_tokens, temperature,
+                                                  rows, step)
         log_q[active] += drawn_log_q
-        tokens[active] = torch.where(pick, values, state.tokens)
         masked[active] = state.masked & ~pick
         passes[active] += 1
         step += 1

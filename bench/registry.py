@@ -79,14 +79,16 @@ def register_report(name):
 
 
 def load_plugins(only=None):
-    """Import every module of the plugin packages (each registers what it defines), or with
-    ``only`` just the modules of that name: ``cli`` (subcommands, for the parser) or ``figures``
-    (report sections); package ``__init__`` files stay light. Idempotent."""
+    """Import every module of the plugin packages (each registers what it defines) but the
+    report sections, or with ``only`` just the modules of that name: ``cli`` (subcommands, for the
+    parser) or ``figures`` (report sections: only `bench report` loads them, which keeps
+    matplotlib out of every other command); package ``__init__`` files stay light. Idempotent."""
     extra = [name.strip() for name in os.environ.get("UNMASK_BENCH_PLUGINS", "").split(",") if name.strip()]
     for package_name in PLUGIN_PACKAGES + tuple(extra):
         package = import_plugin(package_name)
         for module in pkgutil.walk_packages(getattr(package, "__path__", []), package_name + "."):
-            if only is None or module.name.rsplit(".", 1)[-1] == only:
+            leaf = module.name.rsplit(".", 1)[-1]
+            if leaf == only or (only is None and leaf != "figures"):
                 importlib.import_module(module.name)
 
 

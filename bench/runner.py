@@ -2,8 +2,9 @@
 
 Everything a run needs is checked before any decoding (numbers, specs, the output folder, data,
 models, helpers), so bad input costs one line and no work. A run found complete is checked
-against its records (count and checksum) and, where its decoding is deterministic, a few of its
-inputs are decoded again and must reproduce the stored records (``--verify``). A lock per run
+against its records (count and checksum) and a few of its inputs are decoded again and must
+reproduce the stored records (``--verify``): every input draws its random numbers from its own
+stream (bench.streams), so results do not depend on how the inputs are batched or sharded. A lock per run
 cell makes a second process running the same cell wait, then find it complete.
 """
 import contextlib
@@ -22,7 +23,9 @@ from tqdm import tqdm
 
 from bench.core import Task
 from bench.decode import decode
+from bench.device import model_placement, place, placement
 from bench.errors import BenchError
+from bench.models import is_import_spec, load_model, probe
 from bench.presets import plan
 from bench.provenance import provenance
 from bench.registry import canonical, make_task, parse_strategy, split_specs
@@ -38,10 +41,15 @@ VOLATILE = ("batch", "batch_seconds")  # record fields that depend on the batchi
 
 
 def run_config(task, model, eval_set, strategy, seed, limit, batch_size):
-    """Everything that determines a run's numbers (its identity)."""
-    config = {"task": task.name, "task_options": task.config(), "strategy_spec": canonical(strategy),
+    """Everything that determines a run's numbers (its identity). A model given as an import spec
+    is named by it; a device and dtype other than cpu/float32 are recorded (``bench.device``)."""
+    options = task.config()
+    if getattr(task, "model_spec", None):   # --model package.module:factory
+        options = {**options, "model": task.model_spec}
+    config = {"task": task.name, "task_options": options, "strategy_spec": canonical(strategy),
               "strategy_params": asdict(strategy), "seed": seed, "limit": limit, "batch_size": batch_size,
-              "data_id": eval_set.data_id, "model_id": model.checkpoint_id, "temperature": task.temperature}
+              "data_id": eval_set.data_id, "model_id": model.checkpoint_id, "temperature": task.temperature,
+              **model_placement(model).config()}
     if strategy.helper_ids():  # trained helpers (an MI estimator) are part of the identity
         config["helper_ids"] = strategy.helper_ids()
     return config
@@ -68,6 +76,14 @@ def check_arguments(args):
     for flag, text in (("--tasks", args.tasks), ("--strategies", args.strategies)):
         if text is not None and not split_specs(text):
             raise BenchError(f"{flag} is empty; name at least one (`python -m bench list` shows them)")
+
+
+def check_executor(args):
+    """--executor local or ray; --shards and --ray-address only with ray."""
+    if args.executor not in ("local", "ray"):
+        raise BenchError(f"--executor must be local or ray, got {args.executor!r}")
+    if args.executor == "local" and (args.shards != 1 or args.ray_address):
+        raise BenchError(f"{'--shards' if args.shards != 1 else '--ray-address'} needs --executor ray")
 
 
 def parse_specs(specs):
@@ -105,25 +121,36 @@ def make_tasks(task_names, data, model):
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         raise BenchError(f"task {twice[0]} is named twice in --tasks; name it once")
+    model = None if is_import_spec(model) else model   # a factory's model is loaded by bench.models
     return [make_task(name, data=data, model=model) for name in names]
 
 
-def prepare(task, strategies, task_plan):
+def prepare(task, strategies, task_plan, model_arg=None, where=None):
     """(model, {seed: inputs}) of one task, with every strategy's helpers loaded: a bad data file,
-    model or helper is an error before any decoding."""
+    model or helper, or a model that lacks what a strategy needs (one forward pass on one input
+    checks it), is an error before any decoding. The model runs on ``where`` (a Placement)."""
     eval_sets = {seed: task.eval_set(task_plan.limit, seed) for seed in task_plan.seeds}  # data first: cheaper
-    model = task.load_model()
+    model = place(load_model(task, model_arg), where)
+    probe(model, [strategy for _, strategy in strategies], next(iter(eval_sets.values())), model_name(task, model))
     for _, strategy in strategies:
         strategy.bind(task, model)
     return model, eval_sets
 
 
+def model_name(task, model):
+    """'the model 0230c8aeed6b of task T' (or of --model SPEC) for error messages."""
+    spec = getattr(task, "model_spec", None)
+    return f"the model {model.checkpoint_id} (--model {spec})" if spec else f"the model {model.checkpoint_id} of {task.name}"
+
+
 # --- decoding -----------------------------------------------------------------------------------
 
-def decode_rows(task, model, eval_set, strategy, rows, generator):
+def decode_rows(task, model, eval_set, strategy, rows, seed):
     """(records of eval-set ``rows`` decoded together, the batch's seconds): the one path by which
-    runs decode and by which their checks decode again."""
-    result = decode(model, eval_set.tokens[rows], eval_set.masked[rows], strategy, task.temperature, generator)
+    runs decode and by which their checks decode again. Each input draws from its own random
+    stream, keyed by ``seed`` and its eval-set index (bench.streams), so its record does not
+    depend on the rows decoded with it: not on the batch size, nor on the shard."""
+    result = decode(model, eval_set.tokens[rows], eval_set.masked[rows], strategy, task.temperature, seed, rows)
     records = task.records(result.tokens, result.passes, rows, eval_set)
     if strategy.aux_passes_metric:
         for record, aux in zip(records, result.aux_passes.tolist()):
@@ -147,16 +174,16 @@ def completed_batches(partial_path, batch_rows):
     return kept, done
 
 
-def decode_batches(task, model, eval_set, strategy, config, partial_path, label):
-    """Decode every batch not yet in the partial file, appending its records as it finishes."""
+def decode_batches(task, model, eval_set, strategy, config, partial_path, label, batches=None):
+    """Decode every batch not yet in the partial file (of ``batches``, batch numbers; None: all),
+    appending its records as it finishes. A shard of a run (bench.executor) is some batches."""
     n, size = len(eval_set), config["batch_size"]
     batch_rows = [torch.arange(i, min(i + size, n)) for i in range(0, n, size)]
     records, done = completed_batches(partial_path, batch_rows)
     for batch, rows in enumerate(tqdm(batch_rows, desc=f"{task.name} {label}", unit="batch", leave=False)):
-        if batch in done:
+        if batch in done or (batches is not None and batch not in batches):
             continue
-        generator = torch.Generator().manual_seed(config["seed"] * 100_003 + batch)
-        new, seconds = decode_rows(task, model, eval_set, strategy, rows, generator)
+        new, seconds = decode_rows(task, model, eval_set, strategy, rows, config["seed"])
         for record in new:
             record.update(batch=batch, batch_seconds=seconds)
         append_records(partial_path, new)
@@ -181,6 +208,7 @@ def summarize(task, model, config, records, label):
             "label": label, "config": config, "headline": task.headline,
             "model": {"id": model.checkpoint_id, "path": config["task_options"].get("model"),
                       "n_params": model.n_params},
+            "device": model_placement(model).describe(),
             "metrics": task.summarize(records) + aux_pass_metrics(records),
             "n_samples": len(records), "wall_seconds": seconds, "extra_figures": list(task.extra_figures),
             "floor": floor, "floor_label": task.floor_label() if floor is not None else None,
@@ -266,23 +294,26 @@ def record_difference(stored, new):
     return ""
 
 
-def verify_run(task, model, eval_set, strategy, records, count, label, remake):
-    """Decode ``count`` inputs of a complete run again: they must give its stored records exactly.
-    Returns a note for the run's line. Runs that draw random numbers are not checked: one
-    generator serves a whole batch, so an input's draws depend on its batch-mates."""
+def verify_run(task, model, eval_set, strategy, records, count, label, remake, seed):
+    """Decode ``count`` inputs of a complete run of ``seed`` again: they must give its stored
+    records exactly. Returns a note for the run's line. Runs that draw random numbers (sampled
+    values, a sampling strategy) are checked too: each input draws from its own stream, so the
+    inputs decoded alone draw what they drew in their batch."""
     if count == 0:
         return "not verified (--verify 0)"
-    if draws_randomly(task, strategy):
-        return "not verified: it samples, and its draws depend on the batch"
+    if task.temperature > 0 and records and "log_q" not in records[0]:
+        # made before per-input streams (and log_q): its draws depended on its batch-mates
+        return "not verified: made with one random generator per batch, before per-input streams; remake it to verify"
     rows = verify_rows(len(eval_set), count)
     stored = {r["index"]: r for r in records}
-    new, _ = decode_rows(task, model, eval_set, strategy, torch.tensor(rows), torch.Generator().manual_seed(0))
+    new, _ = decode_rows(task, model, eval_set, strategy, torch.tensor(rows), seed)
     for record in new:
         difference = record_difference(stored.get(record["index"]), record)
         if difference:
             raise BenchError(f"{label}: the stored result does not reproduce (input {record['index']}: "
                              f"{difference}); remake it with: {remake}")
-    return f"{len(rows)} inputs decoded again reproduce it"
+    drawn = " (their random draws included)" if draws_randomly(task, strategy) else ""
+    return f"{len(rows)} inputs decoded again reproduce it{drawn}"
 
 
 def remake_command(paths, strategy, command):
@@ -306,7 +337,8 @@ def run_one(task, model, eval_set, strategy, label, seed, limit, batch_size, out
                 return decode_run(task, model, eval_set, strategy, config, paths, label)
     summary, records = found
     command = command or command_line(task, seed, limit, batch_size, out_dir)
-    note = verify_run(task, model, eval_set, strategy, records, verify, label, remake_command(paths, strategy, command))
+    note = verify_run(task, model, eval_set, strategy, records, verify, label, remake_command(paths, strategy, command),
+                      seed)
     print(f"  {label}: complete already ({paths[0]}); {note}", file=sys.stderr)
     return summary
 
@@ -314,27 +346,30 @@ def run_one(task, model, eval_set, strategy, label, seed, limit, batch_size, out
 # --- the command ----------------------------------------------------------------------------------
 
 def run_tasks(args):
-    """Run a preset (``default`` unless --preset) with the command line's overrides."""
+    """Run a preset (``default`` unless --preset) with the command line's overrides, in this
+    process (``--executor local``; bench.executor runs ``--executor ray``)."""
     check_arguments(args)
+    check_executor(args)
+    where = placement(args.device, args.dtype)
     plans = plan(args.preset, args.tasks, args.strategies, args.limit, args.seed)
     tasks = make_tasks(",".join(p.task for p in plans), args.data, args.model)
     parsed = [parse_specs(p.specs) for p in plans]
     check_out_dir(args.out, [task.name for task in tasks])
-    loaded = [prepare(task, strategies, p) for task, strategies, p in zip(tasks, parsed, plans)]
+    loaded = [prepare(task, strategies, p, args.model, where) for task, strategies, p in zip(tasks, parsed, plans)]
     for task, task_plan, strategies, (model, eval_sets) in zip(tasks, plans, parsed, loaded):
         for seed in task_plan.seeds:
             run_task(task, model, eval_sets[seed], strategies, args, seed, task_plan.limit)
     return 0
 
 
-def command_line(task, seed, limit, batch_size, out, data=None, model=None):
-    """`bench run` arguments (without --strategies) that remake a run of ``task``."""
+def command_line(task, seed, limit, batch_size, out, data=None, model=None, where=None):
+    """`bench run` arguments (without --strategies) that remake a run of ``task`` (on ``where``)."""
     words = ["python", "-m", "bench", "run", "--tasks", task.name, "--seed", str(seed)]
     for flag, value in (("--limit", limit), ("--data", data), ("--model", model)):
         words += [flag, str(value)] if value is not None else []
     if batch_size != DEFAULT_BATCH_SIZE:
         words += ["--batch-size", str(batch_size)]
-    return words + ["--out", str(out)]
+    return words + (where.words() if where else []) + ["--out", str(out)]
 
 
 def inputs_line(task, eval_set):
@@ -358,8 +393,10 @@ def print_floor(task, results):
 def run_task(task, model, eval_set, strategies, args, seed, limit):
     for problem in task.problems():
         print(f"skipped: {problem}", file=sys.stderr)
-    print(f"{task.name}: {inputs_line(task, eval_set)}, model {model.checkpoint_id}, seed {seed}", file=sys.stderr)
-    command = command_line(task, seed, limit, args.batch_size, args.out, args.data, args.model)
+    where = model_placement(model)
+    on = "" if where.is_default else f" on {where.device} {where.dtype}"
+    print(f"{task.name}: {inputs_line(task, eval_set)}, model {model.checkpoint_id}{on}, seed {seed}", file=sys.stderr)
+    command = command_line(task, seed, limit, args.batch_size, args.out, args.data, args.model, where)
     results = [run_one(task, model, eval_set, strategy, spec, seed, limit, args.batch_size, args.out,
                        args.verify, command) for spec, strategy in strategies]
     print(f"\n{task.name} ({len(eval_set)} inputs, seed {seed}; 95% bootstrap CIs)")

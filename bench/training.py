@@ -2,7 +2,9 @@
 
 `bench train TASK KEY=VALUE...` calls the task's ``train_model``; `bench train NAME --task T`
 calls a plugin trainer (``bench.registry.register_trainer``: the MI estimator, the learned
-order). `bench data NAME` calls the builder a task names in ``data_builders``.
+order). `bench data NAME` calls the builder a task names in ``data_builders``. `--device` and
+`--dtype` are set for the trainers to read (``bench.device.selected()``): the shipped ones put the
+network being trained (and the frozen model a helper reads) there.
 """
 import logging
 from dataclasses import fields
@@ -41,8 +43,11 @@ def train_and_log(what, configs, train, settings, out, default_weights):
     print(f"saved {out} (log: {out.with_suffix('.log')})")
 
 
-def run_training(target, settings, out, task_name):
-    """`bench train TARGET [--task T] KEY=VALUE...`."""
+def run_training(target, settings, out, task_name, device="cpu", dtype="float32"):
+    """`bench train TARGET [--task T] KEY=VALUE...`; the trainers read --device and --dtype from
+    ``bench.device.selected()``."""
+    from bench.device import placement, select
+    select(placement(device, dtype))
     load_plugins()
     if target in TRAINERS:
         if not task_name:

@@ -80,8 +80,7 @@ def test_generation_is_deterministic_under_a_seed(tiny_checkpoint):
     assert eval_set.masked.any(1).all() and not (eval_set.masked & (eval_set.tokens != 1)).any()
 
     def generate(seed):
-        result = decode(model, eval_set.tokens, eval_set.masked, parse_strategy("topk:k=12"), 1.0,
-                        torch.Generator().manual_seed(seed))
+        result = decode(model, eval_set.tokens, eval_set.masked, parse_strategy("topk:k=12"), 1.0, seed)
         return task.records(result.tokens, result.passes, torch.arange(6), eval_set)
 
     first, again, other = generate(0), generate(0), generate(1)
@@ -96,3 +95,14 @@ def test_lengths_follow_the_reference_and_the_seed():
     assert len(lengths) == 500 and 50 <= lengths.min() and lengths.max() <= 100
     assert set(lengths.tolist()) <= {len(s) for s in task.load_reference().sequences}
     assert not torch.equal(lengths, task.eval_set(seed=1).masked.sum(1))
+
+
+def test_the_written_out_token_ids_are_esms_and_importing_the_task_imports_no_esm():
+    import subprocess
+    import sys
+    tokens = protein_model.tokenizer()   # checks the ids written in tasks/protein/model.py
+    assert tokens.mask_token_id == protein_model.MASK_ID and tokens.pad_token_id == protein_model.PAD_ID
+    code = "import sys; import tasks.protein.task; print('esm' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            cwd=__import__("conftest").ROOT)
+    assert result.stdout.strip() == "False"

@@ -11,8 +11,10 @@ from tasks.protein.task import ProteinTask
 
 
 @pytest.fixture
-def compared(monkeypatch):
-    """Record what the floor compares instead of scoring it (the judge is not needed)."""
+def compared(monkeypatch, tmp_path):
+    """Record what the floor compares instead of scoring it (the judge is not needed); an empty
+    cache, so that no floor computed before is read."""
+    monkeypatch.setenv("UNMASK_BENCH_CACHE", str(tmp_path / "cache"))
     calls = []
 
     def fake(sequences, reference, passes):
@@ -63,3 +65,11 @@ def test_a_stored_floor_with_the_same_label_is_printed_without_computing(compare
     assert capsys.readouterr().out.strip() == (
         "floor (a second reference sample against the first): composition_jsd 0.0004")
     assert compared == []
+
+
+def test_the_floor_is_computed_once_and_read_from_the_cache_after(compared):
+    first = ProteinTask().floor()
+    again = ProteinTask().floor()   # another process would make a new task: it reads the cache
+    assert first == again == [{"name": "composition_jsd", "value": 0.5}] and len(compared) == 1
+    key = protein_task.floor_key(read_fasta(REFERENCE_B).sequences, read_fasta(REFERENCE_A).sequences)
+    assert key != protein_task.floor_key(read_fasta(REFERENCE_B).sequences[1:], read_fasta(REFERENCE_A).sequences)

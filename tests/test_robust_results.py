@@ -177,7 +177,9 @@ def test_a_complete_run_is_decoded_again_and_must_reproduce(sudoku, tmp_path, ca
     assert "not verified (--verify 0)" in capsys.readouterr().err
 
 
-def test_sampled_runs_are_not_verified_and_say_so(sudoku, tmp_path, capsys):
+def test_sampled_runs_are_verified_too(sudoku, tmp_path, capsys):
+    """Every input draws from its own stream, so a sampling run's inputs decoded alone reproduce
+    their records, and a changed draw is caught."""
     task = sudoku[0]
     assert draws_randomly(ProteinTask(), parse_strategy("topk:k=4"))
     assert draws_randomly(task, parse_strategy("learned:T=5,mode=sample"))
@@ -186,7 +188,17 @@ def test_sampled_runs_are_not_verified_and_say_so(sudoku, tmp_path, capsys):
     run(sudoku, tmp_path, "learned:T=5,mode=sample")
     capsys.readouterr()
     run(sudoku, tmp_path, "learned:T=5,mode=sample", verify=4)
-    assert "not verified: it samples" in capsys.readouterr().err
+    assert "4 inputs decoded again reproduce it (their random draws included)" in capsys.readouterr().err
+    summary_path, records_path, _ = paths_of(sudoku, tmp_path, "learned:T=5,mode=sample")
+    records = [json.loads(line) for line in records_path.read_text().splitlines()]
+    records[0]["passes"] += 1   # as if its draws had been different
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    records_path.write_text(text)
+    summary = json.loads(summary_path.read_text())
+    summary["records_sha256"] = __import__("hashlib").sha256(text.encode()).hexdigest()
+    summary_path.write_text(json.dumps(summary))
+    with pytest.raises(BenchError, match="does not reproduce .input 0: passes"):
+        run(sudoku, tmp_path, "learned:T=5,mode=sample", verify=4)
 
 
 def test_the_main_command_verifies_committed_runs(tmp_path):

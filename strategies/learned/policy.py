@@ -21,7 +21,6 @@ Also here: the Bernoulli pieces training needs (log-probability of a reveal vect
 analytic KL between two reveal distributions, RLOO advantages) and saving/loading with a
 check of the model checkpoint the policy belongs to.
 """
-import hashlib
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -118,13 +117,16 @@ def reveal_log_probs(scores, masked, temperature):
     return ((scores - top) / temperature).masked_fill(~masked, float("-inf"))
 
 
-def choose_reveals(log_p, masked, mode, generator=None):
-    """bool [B, N]: reveal by independent Bernoulli draws (``sample``) or where p_n >= 0.5
-    (``threshold``); the best-scored masked position (p = 1) is always revealed."""
+def choose_reveals(log_p, masked, mode, generator=None, uniforms=None):
+    """bool [B, N]: reveal by independent Bernoulli draws (``sample``: ``uniforms`` [B, N] in
+    [0, 1), or drawn from ``generator``) or where p_n >= 0.5 (``threshold``); the best-scored
+    masked position (p = 1) is always revealed."""
     if mode == "threshold":
         pick = log_p >= math.log(0.5)
     elif mode == "sample":
-        pick = torch.rand(log_p.shape, generator=generator) < log_p.exp()
+        if uniforms is None:
+            uniforms = torch.rand(log_p.shape, generator=generator)
+        pick = uniforms < log_p.exp()
     else:
         raise BenchError(f"unknown reveal mode {mode!r}; choose from: {', '.join(MODES)}")
     return masked & (pick | (log_p == 0))
@@ -169,14 +171,6 @@ def reinforce_loss(log_prob, rewards):
         rewards: [B, K] rewards of those orders (treated as constants).
     """
     return -(rloo_advantages(rewards.detach()) * log_prob).mean()
-
-
-def call_seed(seed, step, tokens, masked):
-    """A 63-bit seed from the strategy's seed, the pass number and the batch's state: the same
-    batch gives the same draws in every run, resumed or not."""
-    digest = hashlib.sha256(f"{seed}:{step}:".encode() + tokens.cpu().numpy().tobytes()
-                            + masked.cpu().numpy().tobytes()).digest()
-    return int.from_bytes(digest[:8], "little") & (2 ** 63 - 1)
 
 
 def save_policy(path, prior, posterior, model_id, budget, temperature, meta):

@@ -15,9 +15,10 @@ import torch
 
 from bench.checkpoints import file_id
 from bench.core import Strategy
+from bench.device import helper_device, run_helper
 from bench.errors import BenchError
 from bench.registry import register_strategy
-from strategies.learned.policy import (MODES, call_seed, choose_reveals, file_name, load_policy, position_scalars,
+from strategies.learned.policy import (MODES, choose_reveals, file_name, load_policy, position_scalars,
                                      reveal_log_probs, train_command)
 
 
@@ -35,6 +36,7 @@ def check_params(budget, temperature, mode):
 class Learned(Strategy):
     """Reveal by the learned policy P_psi of step budget T: Bernoulli draws (sample) or p >= 0.5 (threshold)."""
     name: ClassVar[str] = "learned"
+    needs: ClassVar[tuple] = ("hidden",)   # the policy reads the model's hidden states
     T: int = 10
     temperature: float = 1.0
     mode: str = field(default="sample", metadata={"choices": MODES})
@@ -48,7 +50,7 @@ class Learned(Strategy):
     def bind(self, task, model):
         """Load the policy of budget T that belongs to ``model``; a missing or foreign one is an error."""
         path = Path(self.policy) if self.policy else Path(task.weights_dir) / file_name(self.T)
-        self.network = load_policy(path, model.checkpoint_id, task.name, self.T)
+        self.network = load_policy(path, model.checkpoint_id, task.name, self.T).to(helper_device(model))
         self.policy_id = file_id(path)
         self.policy_path, self.task_name = path, task.name
 
@@ -64,11 +66,10 @@ class Learned(Strategy):
         if state.step >= self.T - 1:              # the budget's last pass reveals everything left
             return state.masked.clone()
         scalars = position_scalars(state.log_probs, state.masked, state.step, self.T)
-        with torch.inference_mode():
-            scores = self.network(state.out.hidden, scalars)
+        scores = run_helper(self.network, state.out.hidden, scalars)   # on the model's device
         if not torch.isfinite(scores).all():
             raise BenchError(f"order policy {self.policy_path} returned non-finite scores; retrain it with: "
                              f"{train_command(self.task_name, self.T)}")
         log_p = reveal_log_probs(scores, state.masked, self.temperature)
-        generator = torch.Generator().manual_seed(call_seed(self.seed, state.step, state.tokens, state.masked))
-        return choose_reveals(log_p, state.masked, self.mode, generator)
+        uniforms = state.uniform(f"learned:{self.seed}") if self.mode == "sample" else None  # each input's own draws
+        return choose_reveals(log_p, state.masked, self.mode, uniforms=uniforms)

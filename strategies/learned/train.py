@@ -24,6 +24,7 @@ import torch
 from tqdm import tqdm
 
 from bench.checkpoints import count_params
+from bench.device import place, selected
 from bench.errors import BenchError
 from bench.registry import register_trainer, set_fields
 from bench.training import setup_log
@@ -274,7 +275,7 @@ def train_order(task, cfg, out=None):
     cfg = resolve(cfg, task)
     torch.manual_seed(cfg.seed)
     generator = torch.Generator().manual_seed(cfg.seed)
-    model = task.load_model()
+    model = place(task.load_model(), selected())   # the frozen model on --device; the policies stay on the CPU
     x0, start, start_masked = task.order_examples()
     keep = start_masked.any(1)
     data = [x0[keep], start[keep], start_masked[keep], value_index(model, x0)[keep]]

@@ -13,7 +13,8 @@ def add_mi_arguments(mi):
     mi.add_argument("--n", type=int, help="labels only: number of contexts (default: the task's mi_label_sizes)")
     mi.add_argument("--probe", type=int, help="labels only: probed positions per context, 0 = all "
                                               "(default: the task's mi_probe)")
-    mi.add_argument("--device", default="cpu", help="where the model runs: cpu (default) or cuda")
+    mi.add_argument("--device", default="cpu", help="where the model runs: auto, cpu (default), cuda or cuda:N")
+    mi.add_argument("--dtype", default="float32", help="the model's dtype: float32 (default) or bfloat16 (autocast)")
     mi.add_argument("--out", default="results", help="eval only: results folder (default: results)")
 
 
@@ -28,15 +29,19 @@ def check_label_args(args):
 
 @register_command("mi", "exact-MI label sets and the MI estimator's evaluation", add_mi_arguments)
 def mi_command(args):
+    from bench.device import place, placement
+    where = placement(args.device, args.dtype)
     task = make_task(args.task)
     if args.action == "labels":
         from strategies.mi.labels import make_labels
         check_label_args(args)
-        folder = make_labels(task, task.load_model(), args.split, args.n, 0, args.device, args.probe)
+        if where.dtype != "float32":   # one label folder per model and split: its chunks must not mix precisions
+            raise BenchError("bench mi labels makes exact-MI labels in float32 only; drop --dtype (it applies to mi eval)")
+        folder = make_labels(task, place(task.load_model(), where), args.split, args.n, 0, where.device, args.probe)
         print(f"label set: {folder}")
     else:
         from strategies.mi.evaluate import evaluate
-        evaluate(task, args.out, args.device)
+        evaluate(task, args.out, where)
 
 
 @register_trainer("mi", "the MI estimator of --task's model (needs its label sets: bench mi labels)")

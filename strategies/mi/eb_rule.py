@@ -24,6 +24,15 @@ def prefix_pair_mi(mi, order):
     return with_earlier.cumsum(1)
 
 
+def prefix_candidates(entropy, masked, gamma, order, ranks):
+    """bool [B, N]: the masked positions a prefix within ``gamma`` can hold. A prefix's cost is at
+    least the entropy of all its positions but the last, so a position after more than gamma of
+    entropy never fits (a margin covers rounding); MI is read only between these positions."""
+    in_order = entropy.gather(1, order).masked_fill(~masked.gather(1, order), 0.0).double()
+    before = in_order.cumsum(1) - in_order                           # entropy of the positions before each
+    return masked & (before <= gamma + 1e-3 * (1 + gamma)).gather(1, ranks)
+
+
 @register_strategy
 @dataclass
 class MIEBRule(MIGuided):
@@ -31,8 +40,8 @@ class MIEBRule(MIGuided):
     name: ClassVar[str] = "mi_eb"
 
     def select(self, state):
-        mi_hat = self.predicted_mi(state)                                # [B, N, N]
         order, ranks = rank_masked(-state.entropy, state.masked)        # [B, N] ascending entropy
+        mi_hat = self.predicted_mi(state, prefix_candidates(state.entropy, state.masked, self.gamma, order, ranks))
         in_order_masked = state.masked.gather(1, order)
         entropy = state.entropy.gather(1, order).masked_fill(~in_order_masked, 0.0)
         pairs = prefix_pair_mi(mi_hat.clamp_min(0), order)

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from bench.checkpoints import count_params
+from bench.device import place
 from bench.provenance import provenance
 from bench.results import write_text_atomic
 from strategies.mi.estimator import FILE_NAME, load_estimator
@@ -86,9 +87,10 @@ def latency(model, network, tokens, masked, repeats=5):
             "estimator_share_of_forward": estimator / forward, "threads": torch.get_num_threads()}
 
 
-def evaluate(task, out_dir, device="cpu"):
-    """Score the shipped estimator of ``task``; print the table and write the JSON."""
-    model = task.load_model()
+def evaluate(task, out_dir, where=None):
+    """Score the shipped estimator of ``task``, its model on ``where`` (a bench.device Placement;
+    default the CPU), the estimator on the CPU; print the table and write the JSON."""
+    model = place(task.load_model(), where)
     path = task.weights_dir / FILE_NAME
     network = load_estimator(path, model.checkpoint_id, task.name)
     payload = {"schema_version": "mi-1", "task": task.name, "model_id": model.checkpoint_id,

@@ -6,17 +6,25 @@ the cost fits the remaining budget (the budget then shrinks by the cost), else d
 later pass. The first position is always taken; a budget never goes below 0, so after an
 over-budget first pick only positions of exactly zero cost still fit.
 
+A row stops once its next candidate's entropy alone exceeds what is left of its budget (nothing
+later can fit), and MI rows are asked for only where a later candidate could still fit.
+
 Where the pair term is not symmetric (an oracle's directed MI), ``mi_back`` adds the other
 direction: the candidate's MI towards the positions already chosen, asked only for candidates
 whose entropy alone still fits (the penalty can only raise the cost).
 """
+import numpy as np
 import torch
 
 from strategies.ordering import rank_masked
 
 
-def greedy_select(entropy, masked, gamma, lam, mi_row, mi_back=None):
+def greedy_select(entropy, masked, gamma, lam, mi_row, mi_back=None, read_ahead=True):
     """bool [B, N]: the positions to reveal.
+
+    A row is decided once its next candidate's entropy alone exceeds the remaining budget: the
+    order is by ascending entropy, the budget only shrinks and a cost is never below the
+    entropy, so nothing later fits. Decided rows leave the loop, which ends when none is left.
 
     Args:
         entropy: [B, N] entropy of each position in nats.
@@ -26,29 +34,49 @@ def greedy_select(entropy, masked, gamma, lam, mi_row, mi_back=None):
             every position; called only while a later position could still be affected.
         mi_back: optional (rows [R], positions [R], chosen [R, N] bool) -> [R] extra penalty of
             each candidate towards the chosen positions.
+        read_ahead: also skip ``mi_row`` where the row's next candidate cannot fit (False: ask
+            for it wherever budget is left, as an oracle whose probing passes are counted did).
     """
     batch, _ = masked.shape
     order, _ = rank_masked(-entropy, masked)               # [B, N] ascending entropy first
-    n_masked = masked.sum(1)                                # [B]
-    rows = torch.arange(batch)
-    budget = torch.full((batch,), float(gamma))
-    penalty = torch.zeros(entropy.shape)                    # [B, N] sum of MI with U
-    pick = torch.zeros_like(masked)
-    for t in range(int(n_masked.max())):
-        candidate = order[:, t]                             # [B]
-        valid = t < n_masked
-        cand_entropy = entropy[rows, candidate]
-        if not (valid & ((budget > 0) | (cand_entropy <= 0) | (t == 0))).any():
-            break                                           # nothing later can fit anywhere
-        cost = cand_entropy + lam * penalty[rows, candidate]
+    # the loop's bookkeeping runs in numpy (float32, the same operations as torch's, a tenth of
+    # the per-call cost); MI rows come from and go to torch
+    in_order = entropy.float().gather(1, order).numpy()     # [B, N] the candidates' entropies
+    order, n_masked = order.numpy(), masked.sum(1).numpy()
+    pick = np.zeros(masked.shape, dtype=bool)
+    lam = np.float32(lam)
+    # rows not yet decided (``live``, indices into the batch) and their state, compacted as rows leave
+    live = np.arange(batch)
+    budget = np.full(batch, gamma, dtype=np.float32)
+    penalty = np.zeros(masked.shape, dtype=np.float32)      # [L, N] sum of MI with U
+    skip_mi = read_ahead and lam == 0                        # the penalty is 0 whatever MI is
+    for t in range(int(n_masked.max(initial=0))):
+        cand_entropy = in_order[:, t]
+        going = t < n_masked
+        if t > 0:
+            going &= cand_entropy <= budget
+        if not going.all():
+            keep = np.flatnonzero(going)
+            if keep.size == 0:
+                break                                       # every row is decided
+            live, order, in_order, n_masked = live[keep], order[keep], in_order[keep], n_masked[keep]
+            budget, penalty, cand_entropy = budget[keep], penalty[keep], cand_entropy[keep]
+        candidate = order[:, t]
+        cost = cand_entropy + lam * penalty[np.arange(len(live)), candidate]
         if mi_back is not None and t > 0:
-            ask = valid & (cand_entropy <= budget) & pick.any(1)
+            ask = pick[live].any(1)
             if ask.any():
-                cost[ask] += lam * mi_back(rows[ask], candidate[ask], pick[ask])
-        take = valid & ((cost <= budget) | (t == 0))
-        budget = torch.where(take, (budget - cost).clamp_min(0), budget)
-        pick[rows[take], candidate[take]] = True
+                back = mi_back(torch.from_numpy(live[ask]), torch.from_numpy(candidate[ask]),
+                               torch.from_numpy(pick[live[ask]]))
+                cost[ask] += lam * back.float().numpy()
+        take = cost <= budget if t > 0 else np.ones(len(live), dtype=bool)
+        budget = np.where(take, np.maximum(budget - cost, np.float32(0)), budget)
+        pick[live[take], candidate[take]] = True
         update = take & (t + 1 < n_masked) & (budget > 0)
-        if update.any():
-            penalty[rows[update]] += mi_row(rows[update], candidate[update]).clamp_min(0)
-    return pick
+        if read_ahead and t + 1 < in_order.shape[1]:
+            update &= in_order[:, t + 1] <= budget
+        if update.any() and not skip_mi:
+            rows = np.flatnonzero(update)
+            mi = mi_row(torch.from_numpy(live[rows]), torch.from_numpy(candidate[rows]))
+            penalty[rows] += np.maximum(mi.float().numpy(), np.float32(0))
+    return torch.from_numpy(pick)

@@ -8,9 +8,10 @@ import torch
 
 from bench.checkpoints import file_id
 from bench.core import Strategy
+from bench.device import helper_device, run_helper
 from bench.errors import BenchError
 from bench.registry import register_strategy
-from strategies.mi.estimator import FILE_NAME, load_estimator
+from strategies.mi.estimator import FILE_NAME, WholeMatrix, load_estimator
 from strategies.mi.greedy import greedy_select
 
 
@@ -26,6 +27,7 @@ def check_budget(gamma, lam):
 class MIGuided(Strategy):
     """Entropy-ordered greedy reveal; cost = entropy + lam * predicted MI with those chosen, budget gamma."""
     name: ClassVar[str] = "mi"
+    needs: ClassVar[tuple] = ("hidden",)   # the estimator reads the model's hidden states
     gamma: float = 0.3
     lam: float = 1.0
     estimator: str = field(default="", metadata={"help": "estimator file (default: the task's shipped one)"})
@@ -37,25 +39,39 @@ class MIGuided(Strategy):
     def bind(self, task, model):
         """Load the estimator that belongs to ``model``; a missing or foreign one is an error."""
         path = Path(self.estimator) if self.estimator else Path(task.weights_dir) / FILE_NAME
-        self.network = load_estimator(path, model.checkpoint_id, task.name)
+        self.network = load_estimator(path, model.checkpoint_id, task.name).to(helper_device(model))
         self.estimator_id = file_id(path)
         self.estimator_path = path
 
     def helper_ids(self):
         return {"mi_estimator": self.estimator_id}
 
-    def predicted_mi(self, state):
-        """[B, N, N] the estimator's MI of the state; one-line errors when unbound or non-finite."""
+    def predicted_mi(self, state, need=None):
+        """[B, N, N] the estimator's MI of the state (exact between the positions ``need``, default
+        the masked ones); one-line errors when unbound or non-finite."""
+        reader = self.reader(state, need)
+        return self.checked(reader, reader.matrix())
+
+    def reader(self, state, need=None):
+        """The estimator's MI of the state as a PairReader (computed as far as it is read, on the
+        model's device), exact between the positions ``need`` (default: the masked ones); a
+        one-line error when unbound. A network without ``reader`` gives the whole matrix."""
         if self.network is None:
             raise BenchError(f"strategy {self.name} has no estimator loaded (bind(task, model) was not called)")
-        with torch.inference_mode():
-            mi_hat = self.network(state.out.hidden, state.probs, state.masked)   # [B, N, N]
-        if not torch.isfinite(mi_hat).all():
+        if not hasattr(self.network, "reader"):
+            inputs = (state.out.hidden, state.probs, state.masked)
+            return WholeMatrix(run_helper(self.network, *inputs) if isinstance(self.network, torch.nn.Module)
+                               else self.network(*inputs))
+        return self.network.reader(state.out.hidden, state.probs, state.entropy, state.masked, need)
+
+    def checked(self, reader, result):
+        """``result``, or a one-line error where the estimator gave a non-finite number."""
+        if not reader.finite:
             raise BenchError(f"MI estimator {self.estimator_path} returned non-finite values; retrain it "
                              f"with: python -m bench train mi")
-        return mi_hat
+        return result
 
     def select(self, state):
-        mi_hat = self.predicted_mi(state)
-        return greedy_select(state.entropy, state.masked, self.gamma, self.lam,
-                             lambda rows, positions: mi_hat[rows, positions])
+        # the rule reads MI only between positions it can take: those whose entropy fits the budget
+        reader = self.reader(state, state.masked & (state.entropy <= self.gamma))
+        return self.checked(reader, greedy_select(state.entropy, state.masked, self.gamma, self.lam, reader.rows))

@@ -1,7 +1,6 @@
 """How well predicted MI matches exact MI, over masked-masked pairs (i < j) of held-out contexts."""
 import numpy as np
 import torch
-from scipy import stats
 
 BINS = (0.0, 0.01, 0.1, 0.5, float("inf"))   # nats
 TAUS = (0.01, 0.05)                          # "independent" means MI below tau
@@ -37,6 +36,7 @@ def independence(pred, true, tau):
 
 def estimator_metrics(pred, true):
     """Every estimator quality number the suite reports."""
+    from scipy import stats   # here, not at the top: every `bench run` loads this module
     return {"pairs": int(len(true)), "pearson": float(stats.pearsonr(pred, true)[0]),
             "spearman": float(stats.spearmanr(pred, true)[0]),
             "mae": float(np.abs(pred - true).mean()), "bins": bin_errors(pred, true),

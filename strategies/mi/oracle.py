@@ -48,11 +48,12 @@ class MIOracle(Strategy):
         if self.model is None:
             raise BenchError("strategy mi_oracle has no model to probe (bind(task, model) was not called)")
         probes = ExactRows(self.model, state) if hasattr(self.model, "mi_rows") else ProbedRows(self.model, state)
+        # read_ahead=False: probe the rows the rule has always probed (probe_passes stay comparable)
         if self.target == "directed":
-            return greedy_select(state.entropy, state.masked, self.gamma, self.lam, probes.rows)
+            return greedy_select(state.entropy, state.masked, self.gamma, self.lam, probes.rows, read_ahead=False)
         half = lambda rows, positions: 0.5 * probes.rows(rows, positions)  # noqa: E731
         back = lambda rows, positions, chosen: 0.5 * (probes.rows(rows, positions) * chosen).sum(1)  # noqa: E731
-        return greedy_select(state.entropy, state.masked, self.gamma, self.lam, half, back)
+        return greedy_select(state.entropy, state.masked, self.gamma, self.lam, half, back, read_ahead=False)
 
 
 class ProbedRows:

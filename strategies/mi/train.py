@@ -13,6 +13,7 @@ import torch
 from tqdm import tqdm
 
 from bench.checkpoints import count_params
+from bench.device import place, placement, selected
 from strategies.mi.estimator import FILE_NAME, EstimatorConfig, MIEstimator, save_estimator, transform
 from strategies.mi.exact import symmetric
 from strategies.mi.labels import load_labels
@@ -30,7 +31,7 @@ class MITrainConfig:
     val_share: float = 0.1    # share of training contexts kept aside to choose the epoch
     n_train: int = 0          # size of the train label set (0 = the default size)
     seed: int = 0
-    device: str = "cpu"       # where the frozen model and the estimator run (cpu, cuda)
+    device: str = ""          # where the frozen model and the estimator run (cpu, cuda, cuda:N; "": --device)
 
 
 @torch.no_grad()
@@ -91,7 +92,9 @@ def train_estimator(task, settings_cfg, out=None):
     """Train and save the estimator of ``task``'s shipped model; returns the weights path."""
     cfg = settings_cfg
     torch.manual_seed(cfg.seed)
-    model = task.load_model()
+    where = placement(cfg.device or selected().device, selected().dtype)   # the device= setting wins over --device
+    cfg.device = where.device
+    model = place(task.load_model(), where)   # the frozen model; in bfloat16 under --dtype bfloat16
     tokens, masked, mi = load_labels(task, model.checkpoint_id, "train", cfg.n_train or None)
     start = time.perf_counter()
     hidden, probs = model_features(model, tokens, masked, cfg.device)

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from bench.checkpoints import file_id
+from bench.device import selected
 from bench.errors import BenchError
 from tasks.protein.encoding import encode
 from tasks.protein.model import (AA_IDS, DEFAULT_WEIGHTS, MASK_ID, build_esmc, load_protein_model,
@@ -52,10 +53,14 @@ class ProteinTrainConfig:
 
 
 def masked_loss(network, tokens, residue, masked):
-    """Mean cross-entropy over the 20 amino acids on masked residues."""
-    logits = network(sequence_tokens=tokens.masked_fill(masked, MASK_ID)).sequence_logits[..., AA_IDS]
-    targets = (tokens[masked][:, None] == AA_IDS).float().argmax(1)
-    return F.cross_entropy(logits[masked], targets)
+    """Mean cross-entropy over the 20 amino acids on masked residues (on the network's device,
+    under --dtype's autocast)."""
+    device = next(network.parameters()).device
+    tokens, masked = tokens.to(device), masked.to(device)
+    with selected().autocast():
+        logits = network(sequence_tokens=tokens.masked_fill(masked, MASK_ID)).sequence_logits[..., AA_IDS.to(device)]
+    targets = (tokens[masked][:, None] == AA_IDS.to(device)).float().argmax(1)
+    return F.cross_entropy(logits[masked].float(), targets)
 
 
 def random_masks(residue, generator):
@@ -134,7 +139,7 @@ def train(model_cfg, cfg, out_path=DEFAULT_WEIGHTS):
     split = make_split()
     pools = training_sequences(cfg.data, split)
     val_seqs = [s for _, s in split.validation][:cfg.val_size]
-    network = starting_network(model_cfg, cfg.init).train()
+    network = starting_network(model_cfg, cfg.init).train().to(selected().device)   # --device of `bench train`
     optimizer = torch.optim.AdamW(network.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     history, start = [], time.time()
     meta = lambda done: {"train": asdict(cfg), "history": history, "finished": done,  # noqa: E731

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from bench.device import selected
 from tasks.sudoku.checkpoint import DEFAULT_WEIGHTS, save_checkpoint
 from tasks.sudoku.data import training_set
 from tasks.sudoku.model import SudokuMDM
@@ -56,9 +57,12 @@ def lr_at(step, cfg):
 
 
 def train_step(model, optimizer, puzzles, solutions, generator, cfg):
-    masked = mask_batch(puzzles, generator, cfg.random_mask_share)
-    logits, _ = model(solutions, masked)
-    loss = F.cross_entropy(logits[masked], solutions[masked] - 1)
+    masked = mask_batch(puzzles, generator, cfg.random_mask_share)   # drawn on the CPU, then moved
+    device = next(model.parameters()).device
+    solutions, masked = solutions.to(device), masked.to(device)
+    with selected().autocast():
+        logits, _ = model(solutions, masked)
+        loss = F.cross_entropy(logits[masked].float(), solutions[masked] - 1)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -70,8 +74,10 @@ def train_step(model, optimizer, puzzles, solutions, generator, cfg):
 def validate(model, puzzles, solutions):
     """Masked-cell loss and cell accuracy with every blank masked (one pass, no decoding)."""
     model.eval()
-    masked = puzzles == 0
-    logits, _ = model(solutions, masked)
+    device = next(model.parameters()).device
+    masked, solutions = (puzzles == 0).to(device), solutions.to(device)
+    with selected().autocast():
+        logits = model(solutions, masked)[0].float()
     loss = F.cross_entropy(logits[masked], solutions[masked] - 1).item()
     accuracy = (logits.argmax(-1)[masked] == solutions[masked] - 1).float().mean().item()
     model.train()
@@ -88,7 +94,7 @@ def train(model_cfg, cfg, out_path=DEFAULT_WEIGHTS):
     solutions = torch.as_tensor(data.solutions, dtype=torch.long)
     train_p, train_s = puzzles[:-cfg.val_size], solutions[:-cfg.val_size]
     val_p, val_s = puzzles[-cfg.val_size:][:512], solutions[-cfg.val_size:][:512]
-    model = SudokuMDM(model_cfg)
+    model = SudokuMDM(model_cfg).to(selected().device)   # --device / --dtype of `bench train`
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     history, start = [], time.time()
     for step in tqdm(range(cfg.steps), desc="train sudoku", unit="step"):

@@ -1,0 +1,333 @@
+"""`bench run --executor ray`: runs cut into cells, the cells run as Ray tasks, the records merged.
+
+A cell is one shard of one run: (task, strategy spec, seed) x a contiguous range of batches
+(``--shards N`` cuts each run's batches into N ranges). The driver (this process) checks
+everything the local executor checks, on the CPU, before any work: data, models (one forward
+pass), helpers, the output folder. Then, for each run that is not complete, it holds the run's
+lock (``runner.cell_lock``), gathers the batches earlier attempts finished into the run's
+``.partial.jsonl`` and sends the batches still missing out as cells. Each cell decodes its
+batches through ``runner.decode_batches`` (the local executor's code: the same batches, the same
+random numbers) into a shard file of its own (``NAME.shard-A-B.partial.jsonl``), so a retried or
+rerun cell skips the batches it already wrote. Once a run's cells are done the driver merges
+their records into the partial file and writes the run's ``.jsonl`` and summary exactly as
+``runner.decode_run`` does for one process: the records are those of ``--executor local`` (only
+each batch's wall time differs). Runs found complete are verified (``--verify``) by a cell too,
+on the device their results came from.
+
+Resources: one GPU (and one CPU) per cell when the device is cuda, else one CPU per cell with one
+torch thread. A worker that dies is replaced and its cell retried (``MAX_RETRIES``). Workers
+need the project importable (the same install on every node) and the results folder on a file
+system they share with the driver; each cell works in the driver's current folder.
+"""
+import contextlib
+import fcntl
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.device import Placement, check_device_text, model_placement, place, placement, resolve_dtype
+from bench.errors import BenchError
+from bench.models import load_model
+from bench.presets import plan
+from bench.registry import make_task, parse_strategy
+from bench.results import append_records, read_records
+from bench.runner import (check_arguments, check_out_dir, command_line, complete_run, completed_batches,
+                          decode_batches, decode_run, inputs_line, make_tasks, parse_specs, prepare, print_floor,
+                          remake_command, result_paths, run_config, verify_run)
+from bench.table import render_text
+
+MAX_RETRIES = 3   # a cell whose worker dies is run again this many times
+SHARD_GLOB = ".shard-*.partial.jsonl"
+
+
+# --- the cells' side ------------------------------------------------------------------------------
+
+LOADED = {}   # per worker process: (task, data, model, device, dtype) -> (task, placed model)
+
+
+def worker_parts(cell):
+    """(task, placed model, eval set, bound strategy, config) of a cell, loading the task and
+    model once per worker process. The config must be the driver's: a node with other code,
+    data or weights is an error, not a silent difference."""
+    key = (cell["task"], cell["data"], cell["model"], cell["device"], cell["dtype"])
+    if key not in LOADED:
+        task = make_task(cell["task"], data=cell["data"], model=cell["task_model"])
+        LOADED[key] = task, place(load_model(task, cell["model"]), Placement(cell["device"], cell["dtype"]))
+    task, model = LOADED[key]
+    eval_set = task.eval_set(cell["limit"], cell["seed"])
+    strategy = parse_strategy(cell["spec"])
+    strategy.bind(task, model)
+    config = run_config(task, model, eval_set, strategy, cell["seed"], cell["limit"], cell["batch_size"])
+    if config != cell["config"]:
+        differ = sorted(k for k in set(config) | set(cell["config"]) if config.get(k) != cell["config"].get(k))
+        raise BenchError(f"{cell['label']}: this worker's run config differs from the driver's in "
+                         f"{', '.join(differ)} (another checkout, data or weights on this node?)")
+    return task, model, eval_set, strategy, config
+
+
+def run_cell(cell):
+    """Run one cell in a Ray worker: ('done', what the device was), ('verified', note) or
+    ('error', one line)."""
+    os.chdir(cell["cwd"])
+    import torch
+    torch.set_num_threads(cell["threads"])
+    try:
+        task, model, eval_set, strategy, config = worker_parts(cell)
+        if cell["kind"] == "verify":
+            records = read_records(cell["records"])
+            return "verified", verify_run(task, model, eval_set, strategy, records, cell["verify"], cell["label"],
+                                          cell["remake"], cell["seed"])
+        decode_batches(task, model, eval_set, strategy, config, Path(cell["partial"]), cell["label"],
+                       batches=set(cell["batches"]))
+        return "done", model_placement(model).describe()
+    except BenchError as err:
+        return "error", str(err)
+
+
+# --- the driver's side ------------------------------------------------------------------------------
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise BenchError("--executor ray needs Ray: pip install -e '.[ray]' (or pip install 'ray[default]')") from None
+    return ray
+
+
+def start_ray(ray, address):
+    """Join ``address`` (or $RAY_ADDRESS), or start a local Ray instance; an instance this process
+    started already (a test's ray.init) is used as it is."""
+    import logging
+    if ray.is_initialized():
+        return
+    address = address or os.environ.get("RAY_ADDRESS")
+    env = {"TQDM_DISABLE": "1"}   # the driver reports progress; workers' bars would interleave
+    for name in ("UNMASK_BENCH_PLUGINS", "UNMASK_BENCH_CACHE", "PYTHONPATH"):
+        if os.environ.get(name):
+            env[name] = os.pathsep.join(str(Path(p).resolve()) for p in os.environ[name].split(os.pathsep)) \
+                if name == "PYTHONPATH" else os.environ[name]
+    try:
+        ray.init(address=address, include_dashboard=False, logging_level=logging.ERROR,
+                 runtime_env={"env_vars": env})
+    except Exception as err:  # no cluster at the address, a version mismatch, ...
+        raise BenchError(f"--executor ray: cannot start or join Ray at {address or 'a new local instance'} "
+                         f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})") from None
+
+
+def cluster_gpus(ray):
+    return int(ray.cluster_resources().get("GPU", 0))
+
+
+def ray_placement(args, ray):
+    """The placement of every cell: --device against the cluster's GPUs (Ray hands each cell its
+    own GPU, so a cell's device is ``cuda``, never ``cuda:N``)."""
+    if (args.device or "").strip().lower().startswith("cuda:"):
+        raise BenchError(f"--device {args.device}: with --executor ray name --device cuda (or auto); "
+                         f"Ray gives each cell a GPU of its own")
+    gpus = cluster_gpus(ray)
+    if not gpus and (args.device or "").strip().lower() == "cuda":
+        raise BenchError("--device cuda: the Ray cluster has no GPUs (ray.cluster_resources()); use --device cpu or auto")
+    return placement(args.device, args.dtype, gpus=gpus)
+
+
+def shard_ranges(todo, shards):
+    """``todo`` (sorted batch numbers) cut into at most ``shards`` contiguous, non-empty runs."""
+    count = min(shards, len(todo))
+    return [todo[i * len(todo) // count:(i + 1) * len(todo) // count] for i in range(count)]
+
+
+def shard_path(partial_path, batches):
+    return partial_path.with_name(partial_path.name.replace(".partial.jsonl", "")
+                                  + f".shard-{batches[0]}-{batches[-1]}.partial.jsonl")
+
+
+def gather_shards(partial_path, batch_rows):
+    """Merge the complete batches of the run's shard files into its partial file, then remove the
+    shard files; returns the batch numbers now complete."""
+    _, done = completed_batches(partial_path, batch_rows)
+    stem = partial_path.name.replace(".partial.jsonl", "")
+    for shard in sorted(partial_path.parent.glob(stem + SHARD_GLOB)):
+        records, finished = completed_batches(shard, batch_rows)
+        new = [r for r in records if r["batch"] in finished - done]
+        if new:
+            append_records(partial_path, sorted(new, key=lambda r: (r["batch"], r["index"])))
+        done |= finished
+        shard.unlink()
+    return done
+
+
+@dataclass
+class Run:
+    """One (task, strategy, seed) of the command, with the driver's copies of what it needs."""
+    task: object
+    model: object
+    eval_set: object
+    strategy: object
+    label: str
+    seed: int
+    limit: object
+    config: dict
+    paths: tuple
+    pending: list = field(default_factory=list)   # (cell, ObjectRef) of its cells in flight
+    found: tuple = None                           # (summary, records) when complete
+    device: dict = None                           # what its cells ran on
+
+
+class AsRun:
+    """The driver's (CPU) copy of a model, standing for the cells' model in a summary: the
+    placement its cells ran on, every other attribute the model's."""
+
+    def __init__(self, model, where):
+        self.model, self.placement = model, where
+
+    def __getattr__(self, name):
+        if name in ("model", "placement"):
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
+
+class Reported(Placement):
+    """A Placement whose description is what a cell reported (the driver may have no GPU)."""
+
+    def __init__(self, where, device):
+        super().__init__(where.device, where.dtype)
+        object.__setattr__(self, "reported", device)
+
+    def describe(self):
+        return self.reported or super().describe()
+
+
+def base_cell(run, args, where, cwd):
+    return {"task": run.task.name, "data": args.data, "model": args.model,
+            "task_model": None if getattr(run.task, "model_spec", None) else args.model,
+            "device": where.kind, "dtype": where.dtype,
+            "limit": run.limit, "seed": run.seed, "batch_size": args.batch_size, "spec": run.label,
+            "label": run.label, "config": run.config, "cwd": cwd, "threads": 1}
+
+
+class Driver:
+    """Submits cells, holds the runs' locks while their cells run, and finishes the runs."""
+
+    def __init__(self, ray, args, where):
+        self.ray, self.args, self.where = ray, args, where
+        self.cwd = os.getcwd()
+        resources = {"num_gpus": 1, "num_cpus": 1} if where.kind == "cuda" else {"num_cpus": 1}
+        self.remote = ray.remote(max_retries=MAX_RETRIES, **resources)(run_cell)
+        self.locks = contextlib.ExitStack()
+
+    def submit(self, run, cell):
+        run.pending.append((cell, self.remote.remote(cell)))
+
+    def lock(self, run):
+        """Hold the run's lock (runner.cell_lock's file) until the command ends; False if another
+        process holds it."""
+        path = run.paths[0].with_name(run.paths[0].name.removesuffix(".json") + ".lock")
+        handle = self.locks.enter_context(open(path, "a"))
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"  {run.label}: another process is running it; waiting for it to finish", file=sys.stderr)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            found = complete_run(run.config, run.paths, run.label, say=False)
+            if found is not None:
+                run.found = found
+                return False
+        self.locks.callback(path.unlink, missing_ok=True)
+        return True
+
+    def start(self, run):
+        """Send out the cells of ``run``: one verify cell if it is complete, else its missing shards."""
+        run.found = complete_run(run.config, run.paths, run.label)
+        if run.found is None and self.lock(run) and run.found is None:
+            n, size = len(run.eval_set), self.args.batch_size
+            batch_rows = [range(i, min(i + size, n)) for i in range(0, n, size)]
+            done = gather_shards(run.paths[2], batch_rows)
+            todo = [b for b in range(len(batch_rows)) if b not in done]
+            for batches in shard_ranges(todo, self.args.shards):
+                cell = {**base_cell(run, self.args, self.where, self.cwd), "kind": "decode", "batches": batches,
+                        "partial": str(shard_path(run.paths[2].resolve(), batches))}
+                self.submit(run, cell)
+            return
+        if self.args.verify:
+            command = command_line(run.task, run.seed, run.limit, self.args.batch_size, self.args.out,
+                                   self.args.data, self.args.model, self.where)
+            cell = {**base_cell(run, self.args, self.where, self.cwd), "kind": "verify", "verify": self.args.verify,
+                    "records": str(run.paths[1].resolve()),
+                    "remake": remake_command(run.paths, run.strategy, command)}
+            self.submit(run, cell)
+        else:
+            print(f"  {run.label}: complete already ({run.paths[0]}); not verified (--verify 0)", file=sys.stderr)
+
+    def finish(self, run):
+        """Wait for the run's cells; merge and write it, or print its verification."""
+        for cell, ref in run.pending:
+            try:
+                status, value = self.ray.get(ref)
+            except self.ray.exceptions.RayError as err:   # a worker died more often than MAX_RETRIES, ...
+                raise BenchError(f"{run.label}: a Ray cell failed ({type(err).__name__}: "
+                                 f"{str(err).strip().splitlines()[0][:160] if str(err).strip() else ''}); "
+                                 f"finished batches are kept: rerun the same command to resume") from None
+            if status == "error":
+                raise BenchError(value)
+            if status == "verified":
+                print(f"  {run.label}: complete already ({run.paths[0]}); {value}", file=sys.stderr)
+            else:
+                run.device = run.device or value
+                print(f"  {run.label}: batches {cell['batches'][0]}-{cell['batches'][-1]} done", file=sys.stderr)
+        if run.found is None:
+            n, size = len(run.eval_set), self.args.batch_size
+            batch_rows = [range(i, min(i + size, n)) for i in range(0, n, size)]
+            missing = len(batch_rows) - len(gather_shards(run.paths[2], batch_rows))
+            if missing:   # never decoded here: the driver's model is on the CPU
+                raise BenchError(f"{run.label}: {missing} batches missing after its cells finished; rerun the "
+                                 f"same command to decode them")
+            model = AsRun(run.model, Reported(self.where, run.device))
+            summary = decode_run(run.task, model, run.eval_set, run.strategy, run.config, run.paths, run.label)
+            run.found = summary, None
+        return run.found[0]
+
+
+def run_on_ray(args):
+    """`bench run --executor ray`: the local executor's checks, then every run's cells at once."""
+    check_arguments(args)
+    check_device_text(args.device)   # the GPUs are counted once Ray runs, below
+    resolve_dtype(args.dtype)
+    if args.shards < 1:
+        raise BenchError(f"--shards must be at least 1, got {args.shards}")
+    ray = import_ray()
+    plans = plan(args.preset, args.tasks, args.strategies, args.limit, args.seed)
+    tasks = make_tasks(",".join(p.task for p in plans), args.data, args.model)
+    parsed = [parse_specs(p.specs) for p in plans]
+    check_out_dir(args.out, [task.name for task in tasks])
+    loaded = [prepare(task, strategies, p, args.model) for task, strategies, p in zip(tasks, parsed, plans)]
+    start_ray(ray, args.ray_address)
+    where = ray_placement(args, ray)
+    driver = Driver(ray, args, where)
+    groups = []
+    for task, task_plan, strategies, (model, eval_sets) in zip(tasks, plans, parsed, loaded):
+        for seed in task_plan.seeds:
+            runs = []
+            for label, strategy in strategies:
+                config = {**run_config(task, model, eval_sets[seed], strategy, seed, task_plan.limit,
+                                       args.batch_size), **where.config()}
+                runs.append(Run(task, model, eval_sets[seed], strategy, label, seed, task_plan.limit, config,
+                                result_paths(args.out, config)))
+            groups.append(runs)
+    with driver.locks:
+        for runs in groups:
+            for run in runs:
+                driver.start(run)
+        for runs in groups:
+            run = runs[0]
+            on = "" if where.is_default else f" on {where.device} {where.dtype}"
+            for problem in run.task.problems():
+                print(f"skipped: {problem}", file=sys.stderr)
+            print(f"{run.task.name}: {inputs_line(run.task, run.eval_set)}, model {run.model.checkpoint_id}{on}, "
+                  f"seed {run.seed}; Ray executor, {sum(len(r.pending) for r in runs)} cells", file=sys.stderr)
+            results = [driver.finish(r) for r in runs]
+            print(f"\n{run.task.name} ({len(run.eval_set)} inputs, seed {run.seed}; 95% bootstrap CIs)")
+            print(render_text(results))
+            print_floor(run.task, results)
+            print(f"results in {args.out}/{run.task.name}/")
+    return 0

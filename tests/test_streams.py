@@ -1,0 +1,84 @@
+"""Issue 17, item 2: results do not depend on how the work is cut. Every random number drawn for
+an input comes from its own stream (bench.streams), so records are the same for any batch size
+and for any cut of the inputs into shards, on Sudoku (a sampling strategy) and protein (sampled
+values)."""
+import json
+
+import pytest
+import torch
+
+from bench.registry import parse_strategy
+from bench.results import read_records
+from bench.runner import VOLATILE, decode_rows, result_paths, run_config, run_one
+from bench.streams import Streams, categorical
+from tasks.protein.task import ProteinTask
+from tasks.sudoku.task import SudokuTask
+
+
+def test_an_inputs_uniforms_do_not_depend_on_its_batch():
+    together = Streams(7, torch.tensor([4, 11, 0])).uniform_grid(3, "values", 9)
+    alone = Streams(7, torch.tensor([11])).uniform_grid(3, "values", 9)
+    assert torch.equal(together[1], alone[0])
+    assert torch.equal(Streams(7, torch.tensor([4, 11, 0])).take(torch.tensor([2, 0])).uniform_grid(3, "values", 9),
+                       together[[2, 0]])
+    picked = Streams(7, torch.tensor([4, 11])).uniform(3, "values", torch.tensor([1, 1]), torch.tensor([2, 8]))
+    assert torch.equal(picked, together[1, [2, 8]])
+    others = [Streams(8, torch.tensor([11])).uniform_grid(3, "values", 9),      # another seed
+              Streams(7, torch.tensor([11])).uniform_grid(4, "values", 9),      # another pass
+              Streams(7, torch.tensor([11])).uniform_grid(3, "learned:0", 9),   # another purpose
+              Streams(7, torch.tensor([12])).uniform_grid(3, "values", 9)]      # another input
+    assert all(not torch.equal(alone, other) for other in others)
+    many = Streams(0, torch.arange(20000)).uniform_grid(0, "values", 5)
+    assert 0 <= many.min() and many.max() < 1 and abs(many.mean() - 0.5) < 0.01
+
+
+def test_categorical_draws_follow_the_probabilities_and_never_a_zero_one():
+    probs = torch.tensor([0.2, 0.0, 0.5, 0.3, 0.0]).expand(40000, 5)
+    uniforms = Streams(1, torch.arange(40000)).uniform(0, "values", torch.arange(40000), torch.zeros(40000, dtype=torch.long))
+    counts = torch.bincount(categorical(probs, uniforms), minlength=5) / 40000
+    assert counts[1] == 0 and counts[4] == 0
+    assert torch.allclose(counts, probs[0], atol=0.01)
+    assert categorical(torch.tensor([[0.5, 0.5, 0.0]]), torch.tensor([1 - 2 ** -53])).item() == 1
+
+
+def records_of(task, model, eval_set, spec, limit, batch_size, out):
+    strategy = parse_strategy(spec)
+    run_one(task, model, eval_set, strategy, spec, 0, limit, batch_size, out)
+    config = run_config(task, model, eval_set, strategy, 0, limit, batch_size)
+    return [{k: v for k, v in r.items() if k not in VOLATILE} for r in read_records(result_paths(out, config)[1])]
+
+
+def shard_records(task, model, eval_set, spec, cuts):
+    """Records of the inputs decoded in the given groups of rows (shards of any shape)."""
+    strategy = parse_strategy(spec)
+    strategy.bind(task, model)
+    records = [r for rows in cuts for r in decode_rows(task, model, eval_set, strategy, torch.tensor(rows), 0)[0]]
+    return sorted((json.loads(json.dumps(r)) for r in records), key=lambda r: r["index"])
+
+
+CASES = [(SudokuTask, "learned:T=5,mode=sample", 20), (ProteinTask, "topk:k=12", 12),
+         (ProteinTask, "learned:T=5,mode=sample", 12)]
+
+
+@pytest.mark.parametrize("task_class,spec,limit", CASES, ids=["sudoku-learned-sample", "protein-topk", "protein-learned-sample"])
+def test_records_do_not_depend_on_the_batch_size_or_the_shards(task_class, spec, limit, tmp_path):
+    task = task_class()
+    model, eval_set = task.load_model(), task.eval_set(limit, 0)
+    whole = records_of(task, model, eval_set, spec, limit, 250, tmp_path / "b250")
+    assert records_of(task, model, eval_set, spec, limit, 7, tmp_path / "b7") == whole
+    assert len(whole) == limit and len({json.dumps(r, sort_keys=True) for r in whole}) == limit
+    halves = [range(0, limit // 2), range(limit // 2, limit)]
+    odd_even = [range(1, limit, 2), range(0, limit, 2)]
+    one_by_one = [[i] for i in reversed(range(limit))]
+    for cuts in (halves, odd_even, one_by_one):
+        assert shard_records(task, model, eval_set, spec, cuts) == whole
+
+
+def test_another_seed_draws_otherwise():
+    task = ProteinTask()
+    model, eval_set = task.load_model(), task.eval_set(4, 0)
+    strategy = parse_strategy("topk:k=12")
+    first = decode_rows(task, model, eval_set, strategy, torch.arange(4), 0)[0]
+    other = decode_rows(task, model, eval_set, strategy, torch.arange(4), 1)[0]
+    assert [r["sequence"] for r in first] != [r["sequence"] for r in other]
+    assert all(r["log_q"] < 0 for r in first)
