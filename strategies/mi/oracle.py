@@ -66,22 +66,22 @@ class ProbedRows:
         self.known = torch.full((batch, n, n), float("nan"))
 
     def rows(self, rows, positions):
-        """[R, N]: the MI row of each (row, position), probing those not yet probed."""
+        """[R, N]: the MI row of each (row, position), computing those not yet known."""
         missing = self.known[rows, positions, 0].isnan()
         if missing.any():
-            r, p, state = rows[missing], positions[missing], self.state
-            state.aux_passes[r] += state.out.logits.shape[-1]   # probing passes, reported apart
-            self.known[r, p] = mi_given_positions(self.model, state.tokens[r], state.masked[r],
-                                                  state.out.logits[r], p).float()
+            self.known[rows[missing], positions[missing]] = self.compute(rows[missing], positions[missing])
         return self.known[rows, positions]
+
+    def compute(self, r, p):
+        """Probe the rows (V passes each, counted in the state's aux_passes, reported apart)."""
+        state = self.state
+        state.aux_passes[r] += state.out.logits.shape[-1]
+        return mi_given_positions(self.model, state.tokens[r], state.masked[r], state.out.logits[r], p).float()
 
 
 class ExactRows(ProbedRows):
     """Rows of the exact MI matrix of a model with ``mi_rows`` (computed when first asked, no probing)."""
 
-    def rows(self, rows, positions):
-        missing = self.known[rows, positions, 0].isnan()
-        if missing.any():
-            r, p, state = rows[missing], positions[missing], self.state
-            self.known[r, p] = self.model.mi_rows(state.tokens[r], state.masked[r], torch.arange(len(r)), p)
-        return self.known[rows, positions]
+    def compute(self, r, p):
+        state = self.state
+        return self.model.mi_rows(state.tokens[r], state.masked[r], torch.arange(len(r)), p)

@@ -13,7 +13,6 @@ and pair posteriors p(h_i, h_j | revealed) = alpha_i (prod_{t=i+1..j} trans diag
 vectorised over the batch; the loops run over positions or offsets only. float64 throughout.
 """
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,11 +152,6 @@ def value_log_probs(hmm, gamma):
     return (gamma @ hmm.emit).clamp_min(1e-300).log()
 
 
-def value_entropy(hmm, gamma):
-    """[B, N] entropy (nats) of p(x_t | revealed) from state posteriors."""
-    return torch.special.entr(gamma @ hmm.emit).sum(-1)
-
-
 def mi_rows(hmm, values, revealed, rows, positions, chunk=512):
     """[R, N] float32: exact I(X_i; X_j | revealed values of row ``rows[r]``) for i = ``positions[r]``
     and every j (0 where j = i or j is revealed).
@@ -200,8 +194,3 @@ def pair_mi(hmm, values, revealed):
     mi[rows, positions] = mi_rows(hmm, values, revealed, rows, positions)
     return mi
 
-
-def entropy_rate_bits(hmm):
-    """Rough per-position entropy (bits) of the value process from 20,000 sampled positions: for the card."""
-    values, _ = sample(hmm, 200, torch.Generator().manual_seed(0))
-    return float(-log_likelihood(hmm, values).mean() / hmm.length / math.log(2))
