@@ -213,3 +213,9 @@ class Task:
         """(x0 [n, N], start tokens [n, N], start masked [n, N]) to train order policies on."""
         raise BenchError(f"task {self.name} gives no training examples for a learned order")
 
+    def order_reward(self, x0, tokens, log_q) -> torch.Tensor:
+        """[B] float: the task's own per-input quality of decoded ``tokens`` [B, N] (``x0``: the
+        training example; ``log_q`` [B]: the decode's log-probability of its values), higher is
+        better; what a learned order trained with objective=reward maximises."""
+        raise BenchError(f"task {self.name} has no per-input order reward; train its order with objective=elbo")
+

@@ -10,11 +10,11 @@ from bench.decode import decode
 from bench.errors import BenchError
 from bench.registry import parse_strategy
 from strategies.eb import EBSampler
-from strategies.learned.policy import (PolicyConfig, OrderNet, bernoulli_kl, bernoulli_log_prob,
-                                       choose_reveals, eb_cost, load_policy, position_scalars, reinforce_loss,
-                                       reveal_log_probs, rloo_advantages, save_policy)
+from strategies.learned.policy import (PolicyConfig, OrderNet, choose_reveals, eb_cost, load_policy,
+                                       position_scalars, reinforce_loss, reveal_kl, reveal_log_prob, reveal_probs,
+                                       rloo_advantages, save_policy)
 from strategies.learned.strategy import Learned
-from strategies.learned.train import OrderTrainConfig, Roller, make_networks, resolve, train_step
+from strategies.learned.train import OrderTrainConfig, Trainer, frozen_pass, make_networks, policy_probs, resolve
 from tasks.sudoku.task import SudokuTask
 
 
@@ -27,6 +27,14 @@ def random_case(generator, batch=64, n=12):
     return scores, masked
 
 
+def subsets(masked):
+    """Every non-empty subset of the masked positions of a [N] mask, as bool [N] tensors."""
+    where = masked.nonzero().squeeze(1).tolist()
+    for size in range(1, len(where) + 1):
+        for chosen in itertools.combinations(where, size):
+            yield torch.zeros_like(masked).index_fill_(0, torch.tensor(chosen, dtype=torch.long), True)
+
+
 @pytest.mark.parametrize("mode", ["sample", "threshold"])
 @pytest.mark.parametrize("temperature", [0.05, 1.0, 20.0])
 def test_reveals_at_least_one_masked_position_and_never_an_unmasked_one(mode, temperature):
@@ -34,57 +42,61 @@ def test_reveals_at_least_one_masked_position_and_never_an_unmasked_one(mode, te
     for _ in range(50):
         scores, masked = random_case(generator)
         masked[-1] = False                            # a finished row: nothing to reveal
-        log_p = reveal_log_probs(scores, masked, temperature)
-        pick = choose_reveals(log_p, masked, mode, generator)
+        probs = reveal_probs(scores, masked, temperature, 1e-3)
+        pick = choose_reveals(probs, masked, mode, generator)
         assert not (pick & ~masked).any()
         assert (pick.any(1) == masked.any(1)).all()
-        best = scores.masked_fill(~masked, float("-inf")).argmax(1)
-        rows = masked.any(1).nonzero().squeeze(1)
-        assert pick[rows, best[rows]].all()           # the best-scored masked position always goes
+        if mode == "threshold":                       # p >= 0.5, or the best position when none is
+            assert torch.equal(pick & (probs < 0.5), pick & ~(probs >= 0.5).any(1, keepdim=True))
 
 
-def test_reveal_probabilities_are_one_at_the_best_and_zero_off_the_mask():
-    scores = torch.tensor([[0.0, 2.0, 1.0, 5.0]])
-    masked = torch.tensor([[True, True, True, False]])     # the top score is not masked: ignored
-    probs = reveal_log_probs(scores, masked, 2.0).exp()
-    expected = torch.tensor([[math.exp(-1.0), 1.0, math.exp(-0.5), 0.0]])
-    assert torch.allclose(probs, expected)
+def test_reveal_probabilities_stay_inside_eps_and_are_zero_off_the_mask():
+    scores = torch.tensor([[-1e4, 0.0, 1e4, 5.0]])
+    masked = torch.tensor([[True, True, True, False]])
+    probs = reveal_probs(scores, masked, 1.0, 0.01)
+    assert torch.allclose(probs, torch.tensor([[0.01, 0.5, 0.99, 0.0]]))
 
 
-def direct_kl(q, p, masked, eps):
-    """sum over masked positions of q log(q/p) + (1-q) log((1-q)/(1-p)), in float64 Python."""
+def test_conditioned_log_probabilities_sum_to_one_and_the_sampler_draws_them():
+    """The exact sampler of "independent Bernoulli given at least one" against enumeration."""
+    probs = torch.tensor([[0.05, 0.3, 0.0, 0.02]])
+    masked = torch.tensor([[True, True, False, True]])
+    exact = {tuple(r.tolist()): reveal_log_prob(probs, r[None], masked).exp().item() for r in subsets(masked[0])}
+    assert sum(exact.values()) == pytest.approx(1.0, abs=1e-6)
+    draws = choose_reveals(probs.expand(200_000, -1), masked.expand(200_000, -1), "sample",
+                           torch.Generator().manual_seed(1))
+    for reveal, p in exact.items():
+        seen = (draws == torch.tensor(reveal)).all(1).double().mean().item()
+        assert seen == pytest.approx(p, abs=4 * math.sqrt(p * (1 - p) / 200_000) + 1e-4), reveal
+    # the test can tell: unconditioned draws with the best position forced would not match
+    assert exact[(False, False, False, True)] < 0.06
+
+
+def enumerated_kl(q, p, masked):
+    """KL(Q || P) of the conditioned distributions of one row, by enumerating every reveal."""
     total = 0.0
-    for qi, pi, mi in zip(q.tolist(), p.tolist(), masked.tolist()):
-        if mi:
-            qi, pi = min(max(qi, eps), 1 - eps), min(max(pi, eps), 1 - eps)
-            total += qi * math.log(qi / pi) + (1 - qi) * math.log((1 - qi) / (1 - pi))
+    for r in subsets(masked[0]):
+        log_q, log_p = reveal_log_prob(q.double(), r[None], masked), reveal_log_prob(p.double(), r[None], masked)
+        total += (log_q.exp() * (log_q - log_p)).item()
     return total
 
 
-def test_kl_matches_a_direct_computation_and_torch_distributions():
+def test_kl_is_exact_and_finite_where_the_two_policies_disagree_most():
     generator = torch.Generator().manual_seed(1)
-    scores_q, masked = random_case(generator)
-    scores_p = torch.randn(scores_q.shape, generator=generator) * 3
-    log_q, log_p = reveal_log_probs(scores_q, masked, 1.0), reveal_log_probs(scores_p, masked, 1.0)
-    kl = bernoulli_kl(log_q, log_p, masked, 1e-3)
-    for row in range(len(kl)):
-        assert kl[row].item() == pytest.approx(direct_kl(log_q[row].exp(), log_p[row].exp(), masked[row], 1e-3),
-                                               rel=1e-4, abs=1e-5)
-    q, p = log_q.exp().clamp(1e-3, 1 - 1e-3), log_p.exp().clamp(1e-3, 1 - 1e-3)
-    reference = torch.distributions.kl_divergence(torch.distributions.Bernoulli(probs=q.double()),
-                                                  torch.distributions.Bernoulli(probs=p.double()))
-    assert torch.allclose(kl.double(), (reference * masked).sum(1), rtol=1e-4, atol=1e-5)
-    assert bernoulli_kl(log_q, log_q, masked, 1e-3).abs().max() < 1e-6
-
-
-def test_log_prob_of_a_reveal_vector_matches_torch_distributions():
-    generator = torch.Generator().manual_seed(2)
-    scores, masked = random_case(generator)
-    log_p = reveal_log_probs(scores, masked, 1.5)
-    pick = choose_reveals(log_p, masked, "sample", generator)
-    probs = log_p.exp().clamp(1e-7, 1 - 1e-7).double()
-    reference = (torch.distributions.Bernoulli(probs=probs).log_prob(pick.double()) * masked).sum(1)
-    assert torch.allclose(bernoulli_log_prob(log_p, pick, masked).double(), reference, atol=1e-4)
+    masked = torch.tensor([[True, True, True, False, True]])
+    for _ in range(20):
+        q = reveal_probs(torch.randn(1, 5, generator=generator) * 4, masked, 1.0, 1e-3)
+        p = reveal_probs(torch.randn(1, 5, generator=generator) * 4, masked, 1.0, 1e-3)
+        assert reveal_kl(q.double(), p.double(), masked).item() == pytest.approx(enumerated_kl(q, p, masked),
+                                                                                 rel=1e-6, abs=1e-9)
+    # Q sure of position 0 and nothing else, P the opposite: the largest KL the family allows, finite
+    q = torch.tensor([[1 - 1e-3, 1e-3, 1e-3, 0.0, 1e-3]])
+    p = torch.tensor([[1e-3, 1 - 1e-3, 1 - 1e-3, 0.0, 1 - 1e-3]])
+    kl = reveal_kl(q, p, masked)
+    assert torch.isfinite(kl).all() and kl.item() > 10
+    assert kl.item() == pytest.approx(enumerated_kl(q, p, masked), rel=1e-3)
+    assert reveal_kl(q, q, masked).abs().item() < 1e-5
+    assert reveal_kl(q, p, torch.zeros_like(masked)).item() == 0.0      # a finished row
 
 
 def test_rloo_advantages_leave_each_order_out():
@@ -180,7 +192,8 @@ class FixedModel:
 
     def __call__(self, tokens, masked):
         batch = tokens.shape[0]
-        hidden = torch.randn(batch, tokens.shape[1], 8, generator=torch.Generator().manual_seed(6))
+        table = torch.randn(2, tokens.shape[1], 8, generator=torch.Generator().manual_seed(6))
+        hidden = table[masked.long(), torch.arange(tokens.shape[1])]   # a function of the mask only
         return ModelOutput(logits=self.logits.expand(batch, -1, -1).clone(), hidden=hidden)
 
 
@@ -233,11 +246,19 @@ class SharpeningModel(FixedModel):
         return ModelOutput(logits=out.logits * (1 + 3 * revealed), hidden=out.hidden)
 
 
-def toy_roller(budget, model=None):
+def toy_trainer(budget, model=None, objective="elbo", n=9):
     torch.manual_seed(0)
-    cfg = resolve(OrderTrainConfig(T=budget, init_gamma=0.5, K=3, batch_size=2), SudokuTask())
+    cfg = resolve(OrderTrainConfig(T=budget, init_gamma=0.5, K=3, batch_size=2, objective=objective), SudokuTask())
     prior, posterior = make_networks(8, cfg)
-    return Roller(model or FixedModel(), prior, posterior, cfg, torch.Generator().manual_seed(7)), cfg
+    return Trainer(ToyTask(), model or FixedModel(n), prior, posterior, cfg), cfg
+
+
+class ToyTask:
+    """A task for the training loop: sampled values, reward = positions decoded as x0."""
+    temperature = 1.0
+
+    def order_reward(self, x0, tokens, log_q):
+        return (tokens == x0).float().sum(1)
 
 
 def toy_batch():
@@ -248,10 +269,10 @@ def toy_batch():
 
 
 def test_rollouts_reveal_everything_within_t_and_score_every_revealed_position():
-    roller, cfg = toy_roller(3)
+    trainer, cfg = toy_trainer(3)
     x0, start, masked, values = toy_batch()
-    out = roller.run(x0, start, masked, values, cfg.K)
-    log_probs = torch.log_softmax(roller.model.logits, -1)                 # [9, 3], the same in every state
+    out = trainer.roller.run(x0, start, masked, values, cfg.K)
+    log_probs = torch.log_softmax(trainer.model.logits, -1)                # [9, 3], the same in every state
     per_position = log_probs.gather(1, values.T).T                          # [2, 9]
     expected = (per_position * masked).sum(1).repeat_interleave(cfg.K)
     assert torch.allclose(out.loglik, expected, atol=1e-5)                 # every masked position, once
@@ -259,21 +280,117 @@ def test_rollouts_reveal_everything_within_t_and_score_every_revealed_position()
     assert out.kl.abs().max() < 1e-5                                         # P and Q start equal
 
 
-def test_training_steps_move_both_policies():
-    roller, cfg = toy_roller(3, SharpeningModel())
-    params = lambda net: [p.detach().clone() for p in net.parameters()]  # noqa: E731
-    before = params(roller.prior), params(roller.posterior)
-    opt = torch.optim.Adam(itertools.chain(roller.prior.parameters(), roller.posterior.parameters()), lr=1e-2)
-    for _ in range(2):   # Q moves first (REINFORCE); P follows through the KL once Q differs from it
-        stats = train_step(roller, list(toy_batch()), opt, cfg)
+def order_tree(net, model, cfg, x0, tokens, masked, t):
+    """[(probability, log p(x0 | order), expected positions decoded as x0)] of every order P = ``net``
+    can take from this state, enumerated (the toy models' states depend on the mask only)."""
+    if not masked.any():
+        return [(1.0, 0.0, 0.0)]
+    hidden, log_probs, lpx0 = frozen_pass(model, tokens, masked, x0 - 1)
+    if t == cfg.T - 1:
+        return [(1.0, lpx0[masked].sum().item(), lpx0[masked].exp().sum().item())]
+    probs = policy_probs(net, hidden, log_probs, masked, t, cfg).detach().double()
+    leaves = []
+    for reveal in subsets(masked[0]):
+        chance = reveal_log_prob(probs, reveal[None], masked).exp().item()
+        gained, hits = lpx0[0, reveal].sum().item(), lpx0[0, reveal].exp().sum().item()
+        after = order_tree(net, model, cfg, x0, torch.where(reveal[None], x0, tokens), masked & ~reveal[None], t + 1)
+        leaves += [(chance * c, gained + ll, hits + h) for c, ll, h in after]
+    return leaves
+
+
+def elbo_by_enumeration(trainer, x0, tokens, masked, t):
+    """E_Q[log p(x0 | order) - sum_t KL(Q_t || P_t)] from this state, enumerated over Q's reveals."""
+    if not masked.any():
+        return 0.0
+    hidden, log_probs, lpx0 = frozen_pass(trainer.model, tokens, masked, x0 - 1)
+    if t == trainer.cfg.T - 1:
+        return lpx0[masked].sum().item()
+    p = policy_probs(trainer.prior, hidden, log_probs, masked, t, trainer.cfg).detach().double()
+    q = policy_probs(trainer.posterior, hidden, log_probs, masked, t, trainer.cfg, lpx0).detach().double()
+    total = -reveal_kl(q, p, masked).item()
+    for reveal in subsets(masked[0]):
+        later = elbo_by_enumeration(trainer, x0, torch.where(reveal[None], x0, tokens), masked & ~reveal[None], t + 1)
+        total += reveal_log_prob(q, reveal[None], masked).exp().item() * (lpx0[0, reveal].sum().item() + later)
+    return total
+
+
+def all_masked(x0):
+    return torch.zeros_like(x0), torch.ones_like(x0, dtype=torch.bool)
+
+
+def exact_prior_log_likelihood(trainer, x0):
+    """(log p_P(x0) = log sum over orders of P(order) p(x0 | order), E_P[log p(x0 | order)], expected
+    positions decoded as x0 with sampled values), enumerated."""
+    leaves = order_tree(trainer.prior, trainer.model, trainer.cfg, x0, *all_masked(x0), 0)
+    return (math.log(sum(c * math.exp(ll) for c, ll, _ in leaves)), sum(c * ll for c, ll, _ in leaves),
+            sum(c * h for c, _, h in leaves))
+
+
+def scrambled(trainer, seed):
+    """The trainer with both policies' output layers randomised: P and Q differ, orders matter."""
+    generator = torch.Generator().manual_seed(seed)
+    for net in (trainer.prior, trainer.posterior):
+        with torch.no_grad():
+            net.mlp[-1].weight.copy_(torch.randn(net.mlp[-1].weight.shape, generator=generator) * 2)
+            net.linear.weight.add_(torch.randn(net.linear.weight.shape, generator=generator) * 2)
+    return trainer
+
+
+def test_the_elbo_is_a_bound_enumerated_exactly_and_the_roller_estimates_it():
+    x0 = torch.tensor([[1, 3, 2, 2]])
+    for seed in range(3):
+        trainer = scrambled(toy_trainer(3, SharpeningModel(4), n=4)[0], seed)
+        elbo = elbo_by_enumeration(trainer, x0, *all_masked(x0), 0)
+        log_px0 = exact_prior_log_likelihood(trainer, x0)[0]
+        assert elbo <= log_px0 + 1e-6, (elbo, log_px0)
+        with torch.no_grad():   # the training roller's ELBO is an unbiased estimate of the enumerated one
+            out = trainer.roller.run(x0, *all_masked(x0), x0 - 1, 20_000)
+        estimate = (out.loglik - out.kl).double()
+        assert estimate.mean().item() == pytest.approx(elbo, abs=4 * estimate.std().item() / math.sqrt(20_000))
+
+
+@pytest.mark.parametrize("objective", ["elbo", "reward"])
+def test_training_steps_raise_the_priors_log_likelihood_on_a_toy_problem(objective):
+    """On a model that sharpens as positions are revealed, revealing fewer per pass is better; a few
+    steps of either objective must move P there (a sign error in any gradient would not)."""
+    budget, model = 4, SharpeningModel(5)
+    x0 = model.logits.argmax(-1)[None] + 1           # the values that get likelier as the logits sharpen
+    trainer, cfg = toy_trainer(budget, model, objective, n=5)
+    _, before, reward_before = exact_prior_log_likelihood(trainer, x0)
+    opt = torch.optim.Adam(trainer.parameters(), lr=3e-2)
+    batch = [x0.expand(8, -1), torch.zeros(8, 5, dtype=torch.long), torch.ones(8, 5, dtype=torch.bool),
+             (x0 - 1).expand(8, -1)]
+    for step in range(100):
+        loss, stats = trainer.loss(batch, step)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
         assert all(math.isfinite(v) for v in stats.values())
-    for old, net in zip(before, (roller.prior, roller.posterior)):
-        assert any(not torch.equal(a, b) for a, b in zip(old, params(net)))
+    _, after, reward_after = exact_prior_log_likelihood(trainer, x0)
+    assert after > before + 0.05, (before, after)
+    assert reward_after > reward_before, (reward_before, reward_after)     # the task's reward rises with it
 
 
 def test_position_scalars_add_the_true_token_only_for_the_posterior():
     state = random_state(torch.Generator().manual_seed(8))
-    prior = position_scalars(state.log_probs, state.masked, 2, 10)
-    posterior = position_scalars(state.log_probs, state.masked, 2, 10, torch.zeros(state.masked.shape))
+    prior = position_scalars(state.log_probs, state.masked, 2, 10, 0.5)
+    posterior = position_scalars(state.log_probs, state.masked, 2, 10, 0.5, torch.zeros(state.masked.shape))
     assert prior.shape[-1] + 1 == posterior.shape[-1] and torch.equal(prior, posterior[..., :-1])
-    assert torch.allclose(prior[..., 0], state.entropy) and torch.allclose(prior[..., 1], state.confidence)
+    assert torch.allclose(prior[..., 0], state.entropy / math.log(5)) and torch.allclose(prior[..., 1],
+                                                                                        state.confidence)
+    assert prior.abs().max() <= 30    # normalised: no feature on a scale the optimiser cannot move
+
+
+def test_sudoku_reward_is_the_tasks_solved_board():
+    from tasks.sudoku.data import TEST_SET, read_puzzles
+    from tasks.sudoku.hooks import solved_boards
+    from tasks.sudoku.solver import breaks_rules
+    pairs = read_puzzles(TEST_SET)
+    grids = torch.as_tensor(pairs.solutions[:40], dtype=torch.long).clone()
+    generator = torch.Generator().manual_seed(9)
+    for row in range(0, 40, 2):                          # every other board: one cell changed
+        cell = torch.randint(81, (1,), generator=generator).item()
+        grids[row, cell] = grids[row, cell] % 9 + 1
+    grids[1, 0] = 0                                      # a board with a blank left
+    expected = [float(bool((g > 0).all()) and not breaks_rules(g.numpy())) for g in grids]
+    assert solved_boards(grids).tolist() == expected and sum(expected) == 19

@@ -148,6 +148,15 @@ def test_list_shows_tasks_strategies_and_defaults():
     assert "sudoku" in proc.stdout and "topk" in proc.stdout and "k: int = 2" in proc.stdout
 
 
+def test_later_seeds_run_only_what_draws_random_numbers(tmp_path, model_copy):
+    proc = run_cli("run", "--preset", "paper", "--tasks", "sudoku", "--strategies", "sequential,learned:T=5",
+                   "--limit", 2, "--out", tmp_path, "--model", model_copy)
+    assert proc.returncode == 0, proc.stderr
+    made = sorted(json.loads(p.read_text())["label"] + f" {json.loads(p.read_text())['config']['seed']}"
+                  for p in (tmp_path / "sudoku").glob("*.json"))
+    assert made == ["learned:T=5 0", "learned:T=5 1", "learned:T=5 2", "sequential 0"]
+
+
 def test_parameters_that_differ_by_a_decimal_get_their_own_files(tmp_path, model_copy):
     proc = run_cli("run", "--strategies", "eb:gamma=0.1,eb:gamma=0.3,threshold:tau=0.9,threshold:tau=0.95",
                    "--limit", 2, "--out", tmp_path, "--model", model_copy)

@@ -1,8 +1,9 @@
 """Learned generation order (after Fox et al. 2026): reveal by a trained policy P_psi.
 
-Each pass, a small network scores every masked position from the frozen model's hidden state,
-entropy and confidence; position n is revealed with probability
-exp((s_n - max_m s_m) / temperature), so the best-scored position always goes. A policy is
+Each pass, a small network scores every masked position from the frozen model's hidden state and
+normalised entropy, confidence and EB-cost features; position n is revealed with probability
+eps + (1 - 2 eps) sigmoid(s_n / temperature), the draws conditioned on revealing at least one
+position (strategies/learned/policy.py). A policy is
 trained for a step budget T (`python -m bench train order --task TASK T=5`) and ships as
 tasks/<task>/weights/order_policy_T{T}.pt; at the T-th pass everything still masked is revealed,
 so no input takes more than T passes.
@@ -19,7 +20,7 @@ from bench.device import helper_device, run_helper
 from bench.errors import BenchError
 from bench.registry import register_strategy
 from strategies.learned.policy import (MODES, choose_reveals, file_name, load_policy, position_scalars,
-                                     reveal_log_probs, train_command)
+                                     reveal_probs, train_command)
 
 
 def check_params(budget, temperature, mode):
@@ -42,14 +43,18 @@ class Learned(Strategy):
     mode: str = field(default="sample", metadata={"choices": MODES})
     seed: int = 0
     policy: str = field(default="", metadata={"help": "policy file (default: the task's order_policy_T{T}.pt)"})
+    init: bool = field(default=False, metadata={"help": "true: the shipped policy's untrained initialisation "
+                                                        "(order_policy_T{T}_init.pt), its ablation"})
 
     def __post_init__(self):
         check_params(self.T, self.temperature, self.mode)
+        if self.policy and self.init:
+            raise ValueError("give policy=FILE or init=true, not both")
         self.network, self.policy_id = None, None
 
     def bind(self, task, model):
         """Load the policy of budget T that belongs to ``model``; a missing or foreign one is an error."""
-        path = Path(self.policy) if self.policy else Path(task.weights_dir) / file_name(self.T)
+        path = Path(self.policy) if self.policy else Path(task.weights_dir) / file_name(self.T, self.init)
         self.network = load_policy(path, model.checkpoint_id, task.name, self.T).to(helper_device(model))
         self.policy_id = file_id(path)
         self.policy_path, self.task_name = path, task.name
@@ -65,11 +70,12 @@ class Learned(Strategy):
             raise BenchError("strategy learned has no policy loaded (bind(task, model) was not called)")
         if state.step >= self.T - 1:              # the budget's last pass reveals everything left
             return state.masked.clone()
-        scalars = position_scalars(state.log_probs, state.masked, state.step, self.T)
+        cfg = self.network.cfg
+        scalars = position_scalars(state.log_probs, state.masked, state.step, self.T, cfg.init_gamma)
         scores = run_helper(self.network, state.out.hidden, scalars)   # on the model's device
         if not torch.isfinite(scores).all():
             raise BenchError(f"order policy {self.policy_path} returned non-finite scores; retrain it with: "
                              f"{train_command(self.task_name, self.T)}")
-        log_p = reveal_log_probs(scores, state.masked, self.temperature)
+        probs = reveal_probs(scores.float(), state.masked, self.temperature, cfg.eps)
         uniforms = state.uniform(f"learned:{self.seed}") if self.mode == "sample" else None  # each input's own draws
-        return choose_reveals(log_p, state.masked, self.mode, uniforms=uniforms)
+        return choose_reveals(probs, state.masked, self.mode, uniforms=uniforms)

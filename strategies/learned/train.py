@@ -1,38 +1,51 @@
-"""`bench train order --task T [KEY=VALUE...]`: learn a generation order by variational inference.
+"""`bench train order --task T [KEY=VALUE...]`: learn a generation order for a fixed step budget T.
 
-The task's denoiser stays frozen. Two policies over reveal vectors (independent Bernoullis,
-strategies/learned/policy.py) are trained together: the generative policy P_psi(r_t | x_t) and
-the posterior Q_phi(r_t | x_t, x_0), whose features also hold log p(x0_n | x_t). Orders are
-rolled out from Q, starting at the task's start state (Sudoku: a training puzzle's blanks
-masked; protein: a training sequence fully masked; the task's ``order_examples``) and revealing x_0's values. With a fixed
-step budget T (the T-th pass reveals everything still masked; no step penalty) the ELBO of x_0
-is
+The task's denoiser stays frozen; the policies are strategies/learned/policy.py's networks, whose
+reveal distributions keep every probability in [eps, 1 - eps] (so every KL below is finite and
+exact). Two objectives:
 
-    ELBO = E_Q[ sum_t sum_{n in r_t} log p(x0_n | x_t)  -  sum_{t < T-1} KL(Q_t || P_t) ]
+``objective=reward`` (the default where the task has a per-input reward): REINFORCE with the
+leave-one-out (RLOO) baseline over K rollouts per example, on the generative policy P alone,
+rolled out exactly as `bench run` decodes with strategy ``learned:mode=sample`` (the model's
+values at the task's temperature, the same reveal distribution), rewarded by the task's own
+quality of the decoded input (``order_reward``: Sudoku 1 for a solved board; the exact task
+log p(x) - log q(x)). It trains the policy in the mode it is evaluated.
 
-with the KL analytic per step. phi gets REINFORCE on the whole return with the leave-one-out
-(RLOO) baseline over K orders per example, plus the KL's pathwise gradient; psi gets the KL's
-gradient. Training data only (the task's ``order_examples``: Sudoku's hard training puzzles, protein's training split);
-``n_eval`` of them are set aside to measure the ELBO curve and are never trained on.
+``objective=elbo``: variational inference after Fox et al. 2026. P_psi(r_t | x_t) and a posterior
+Q_phi(r_t | x_t, x0) (which also reads log p(x0_n | x_t)) are trained together on orders rolled
+out from Q revealing x0's values:
+
+    ELBO = E_Q[ sum_t sum_{n in r_t} log p(x0_n | x_t)  -  sum_{t < T-1} KL(Q_t || P_t) ]  <=  log p_P(x0)
+
+(p_P(x0) = sum over orders of P(order) p(x0 | order); a bound because each KL is the exact KL of
+the two conditioned Bernoulli families.) phi gets REINFORCE on the whole return with the RLOO
+baseline plus the KL's pathwise gradient; psi gets the KL's gradient.
+
+Both run on the task's ``order_examples`` (training data only); ``n_eval`` of them are held out and
+measured ``eval_every`` steps: the ELBO, P's log-likelihood E_P[log p(x0 | order)] (a lower
+bound on log p_P(x0) by Jensen), and the task's quality of P's decodes, sampled and thresholded.
 """
 import logging
 import math
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 from tqdm import tqdm
 
 from bench.checkpoints import count_params
+from bench.decode import fill_values
 from bench.device import place, selected
 from bench.errors import BenchError
 from bench.registry import register_trainer, set_fields
+from bench.streams import Streams
 from bench.training import setup_log
-from strategies.learned.policy import (OrderNet, PolicyConfig, bernoulli_kl, bernoulli_log_prob, choose_reveals,
-                                     file_name, position_scalars, reinforce_loss, reveal_log_probs,
-                                     save_policy)
+from strategies.learned.policy import (OrderNet, PolicyConfig, choose_reveals, file_name, position_scalars,
+                                     reinforce_loss, reveal_kl, reveal_log_prob, reveal_probs, save_policy)
 
 log = logging.getLogger("train.order")
+OBJECTIVES = ("reward", "elbo")
 
 # Per-task defaults come from the task's ``order_training``: batch (training examples per step),
 # step_units (steps = step_units / T, so every budget gets about the same number of forward
@@ -43,17 +56,20 @@ log = logging.getLogger("train.order")
 @dataclass
 class OrderTrainConfig:
     T: int = 10                   # step budget: the T-th pass reveals everything still masked
+    objective: str = ""           # reward or elbo ("": reward where the task has an order_reward)
     steps: int = 0                # optimiser steps (0: the task's order_training step_units / T)
     batch_size: int = 0           # training examples per step, each rolled out K times (0: task default)
-    K: int = 4                    # orders per example (RLOO baseline over the other K - 1)
-    lr: float = 3e-3              # peak learning rate (20 warm-up steps, cosine decay to 10%)
+    K: int = 4                    # rollouts per example (RLOO baseline over the other K - 1)
+    lr: float = 1e-2              # peak learning rate (20 warm-up steps, cosine decay to 10%)
     temperature: float = 1.0      # of the reveal probabilities; the networks learn their own scale
-    kl_eps: float = 1e-3          # probabilities are clamped to [eps, 1 - eps] inside the KL
-    d_inner: int = 64             # width of both policy MLPs
-    init_gamma: float = 0.0       # both policies start as EB-Sampler with this gamma (0: the task's order_training init_gamma[T])
+    eps: float = 1e-3             # every reveal probability lies in [eps, 1 - eps]
+    init_sharpness: float = 4.0   # initial score a (1 - EB cost / gamma)
+    match_weight: float = 0.0     # objective reward: adds this times the share of positions decoded as x0 (dense shaping)
+    d_inner: int = 64             # width of the policy MLPs
+    init_gamma: float = 0.0       # the policies start as EB-Sampler with this gamma (0: the task's order_training init_gamma[T])
     log_every: int = 10           # optimiser steps per point of the training curve
-    n_eval: int = 0               # training examples set aside for the ELBO measurements (0: task default)
-    eval_every: int = 0           # steps between ELBO measurements (0: five per run)
+    n_eval: int = 0               # training examples set aside for the held-out measurements (0: task default)
+    eval_every: int = 0           # steps between held-out measurements (0: ten per run)
     seed: int = 0
     threads: int = 1              # torch CPU threads (one: training shares the machine)
 
@@ -63,11 +79,14 @@ def resolve(cfg, task):
     defaults = task.order_training
     if not defaults:
         raise BenchError(f"task {task.name} has no order_training defaults; it cannot train a learned order")
+    cfg.objective = cfg.objective or defaults.get("objective", "elbo")
     cfg.batch_size = cfg.batch_size or defaults["batch"]
     cfg.steps = cfg.steps or max(1, round(defaults["step_units"] / cfg.T))
     cfg.n_eval = cfg.n_eval or defaults["n_eval"]
-    cfg.eval_every = cfg.eval_every or max(1, cfg.steps // 5)
+    cfg.eval_every = cfg.eval_every or max(1, cfg.steps // 10)
     cfg.init_gamma = cfg.init_gamma or defaults["init_gamma"].get(cfg.T, 0.0)
+    if cfg.objective not in OBJECTIVES:
+        raise BenchError(f"objective={cfg.objective!r} is not allowed; choose from: {', '.join(OBJECTIVES)}")
     if cfg.init_gamma <= 0:
         raise BenchError(f"no default init_gamma for T={cfg.T} on {task.name} (defaults for T in "
                          f"{', '.join(map(str, defaults['init_gamma']))}); give init_gamma=G > 0")
@@ -75,8 +94,8 @@ def resolve(cfg, task):
         raise BenchError(f"T must be at least 2 (T=1 reveals everything at once and has nothing to learn), got {cfg.T}")
     if cfg.K < 2:
         raise BenchError(f"K must be at least 2 for the leave-one-out baseline, got {cfg.K}")
-    if not (cfg.temperature > 0 and 0 < cfg.kl_eps < 0.5):
-        raise BenchError(f"need temperature > 0 and 0 < kl_eps < 0.5, got {cfg.temperature}, {cfg.kl_eps}")
+    if not (cfg.temperature > 0 and 0 < cfg.eps < 0.5):
+        raise BenchError(f"need temperature > 0 and 0 < eps < 0.5, got {cfg.temperature}, {cfg.eps}")
     return cfg
 
 
@@ -89,28 +108,35 @@ def value_index(model, x0):
 
 def frozen_pass(model, tokens, masked, values):
     """(hidden, log_probs, log p(x0_n | x_t)) of one denoiser pass, as ordinary tensors."""
-    out = model(tokens, masked)
-    log_probs = torch.log_softmax(out.logits.float().clone(), -1)
-    return out.hidden.float().clone(), log_probs, log_probs.gather(-1, values[..., None]).squeeze(-1)
+    with torch.no_grad():
+        out = model(tokens, masked)
+    log_probs = torch.log_softmax(out.logits.float().cpu().clone(), -1)   # clones leave inference mode
+    return out.hidden.float().cpu().clone(), log_probs, log_probs.gather(-1, values[..., None]).squeeze(-1)
+
+
+def policy_probs(network, hidden, log_probs, masked, t, cfg, lpx0=None):
+    """[B, N] the reveal probabilities of ``network`` at step t (with gradient)."""
+    scalars = position_scalars(log_probs, masked, t, cfg.T, network.cfg.init_gamma, lpx0)
+    return reveal_probs(network(hidden, scalars), masked, cfg.temperature, network.cfg.eps)
 
 
 @dataclass
 class Rollout:
     """Per-row sums over one rolled-out order (rows = examples x orders)."""
     loglik: torch.Tensor     # [R] sum of log p(x0_n | x_t) over every revealed position
-    kl: torch.Tensor         # [R] sum over steps of KL(Q_t || P_t) (with gradient)
-    log_q: torch.Tensor      # [R] log Q of the sampled order (with gradient)
+    kl: torch.Tensor         # [R] sum over steps of KL(Q_t || P_t) (with gradient; 0 for orders from P)
+    log_q: torch.Tensor      # [R] log-probability of the sampled order under the policy drawn from (with gradient)
     passes: torch.Tensor     # [R] forward passes the order took
 
 
 class Roller:
-    """Rolls out orders of a batch with x0's values, drawn from Q (``use='posterior'``) or P (``'prior'``).
+    """Rolls out orders of a batch revealing x0's values, drawn from Q (``use='posterior'``) or P (``'prior'``).
 
     Args:
         model: the frozen MaskedModel.
         prior: P_psi, an OrderNet without the true-token feature.
-        posterior: Q_phi, an OrderNet with it.
-        cfg: the OrderTrainConfig (T, temperature, kl_eps).
+        posterior: Q_phi, an OrderNet with it (None: only ``use='prior'`` works).
+        cfg: the OrderTrainConfig (T, temperature).
         generator: torch.Generator of the Bernoulli draws.
     """
 
@@ -119,20 +145,19 @@ class Roller:
         self.cfg, self.generator = cfg, generator
 
     def step(self, view, masked, t, use):
-        """(reveal, log Q(reveal), KL(Q_t || P_t)) of one step before the last; ``view`` = (hidden,
-        log_probs, log p(x0))."""
+        """(reveal, log-probability of the reveal, KL(Q_t || P_t)) of one step before the last;
+        ``view`` = (hidden, log_probs, log p(x0))."""
         hidden, log_probs, lpx0 = view
-        cfg = self.cfg
-        log_p = reveal_log_probs(self.prior(hidden, position_scalars(log_probs, masked, t, cfg.T)),
-                                 masked, cfg.temperature)
-        log_q = reveal_log_probs(self.posterior(hidden, position_scalars(log_probs, masked, t, cfg.T, lpx0)),
-                                 masked, cfg.temperature)
-        with torch.no_grad():
-            reveal = choose_reveals(log_q if use == "posterior" else log_p, masked, "sample", self.generator)
-        return reveal, bernoulli_log_prob(log_q, reveal, masked), bernoulli_kl(log_q, log_p, masked, cfg.kl_eps)
+        p = policy_probs(self.prior, hidden, log_probs, masked, t, self.cfg)
+        if use == "prior":
+            reveal = choose_reveals(p.detach(), masked, "sample", self.generator)
+            return reveal, reveal_log_prob(p, reveal, masked), torch.zeros(len(masked))
+        q = policy_probs(self.posterior, hidden, log_probs, masked, t, self.cfg, lpx0)
+        reveal = choose_reveals(q.detach(), masked, "sample", self.generator)
+        return reveal, reveal_log_prob(q, reveal, masked), reveal_kl(q, p, masked)
 
     def run(self, x0, start, start_masked, values, k, use="posterior"):
-        """Roll out ``k`` orders per example.
+        """Roll out ``k`` orders per example; a Rollout over the B * k rows (example-major).
 
         Args:
             x0: [B, N] the true tokens.
@@ -141,9 +166,6 @@ class Roller:
             values: [B, N] index of each true token among the model's values.
             k: orders per example.
             use: ``posterior`` (draw from Q) or ``prior`` (draw from P).
-
-        Returns:
-            A Rollout over the B * k rows (example-major).
         """
         first = [part.repeat_interleave(k, 0) for part in frozen_pass(self.model, start, start_masked, values)]
         x0, values = x0.repeat_interleave(k, 0), values.repeat_interleave(k, 0)
@@ -173,6 +195,45 @@ class Roller:
         return reveal
 
 
+@dataclass
+class Play:
+    """P's decodes of a batch, made as `bench run` makes them."""
+    tokens: torch.Tensor     # [B, N] decoded tokens
+    log_q: torch.Tensor      # [B] float64 log-probability of the drawn values (0 for argmax values)
+    log_pi: torch.Tensor     # [B] log-probability of the order under P (with gradient; 0 thresholded)
+    passes: torch.Tensor     # [B] forward passes
+
+
+def play(model, policy, start, start_masked, cfg, value_temperature, streams, mode="sample"):
+    """Decode ``start`` [B, N] with the policy as strategy ``learned`` does (its reveal distribution,
+    its last-pass rule) and the decode loop's value filling; ``streams`` (bench.streams) give every
+    random number, so a play is reproducible."""
+    tokens, masked = start.clone(), start_masked.clone()
+    log_pi, log_q = torch.zeros(len(tokens)), torch.zeros(len(tokens), dtype=torch.float64)
+    passes = torch.zeros(len(tokens), dtype=torch.long)
+    for t in range(cfg.T):
+        active = masked.any(1).nonzero().squeeze(1)
+        if active.numel() == 0:
+            break
+        rows, now = streams.take(active), masked[active]
+        with torch.no_grad():
+            out = model(tokens[active], now)
+        if t == cfg.T - 1:
+            pick = now
+        else:
+            hidden, logits = out.hidden.float().clone(), out.logits.float().clone()   # out of inference mode
+            probs = policy_probs(policy, hidden, torch.log_softmax(logits, -1), now, t, cfg)
+            uniforms = rows.uniform_grid(t, "learned:train", now.shape[1]) if mode == "sample" else None
+            pick = choose_reveals(probs.detach(), now, mode, uniforms=uniforms)
+            log_pi = log_pi.index_add(0, active, reveal_log_prob(probs, pick, now) if mode == "sample"
+                                      else torch.zeros(len(active)))
+        tokens[active], drawn = fill_values(tokens[active], out, pick, model.value_tokens, value_temperature, rows, t)
+        log_q[active] += drawn
+        masked[active] = now & ~pick
+        passes[active] += 1
+    return Play(tokens, log_q, log_pi, passes)
+
+
 def lr_factor(step, total, warmup=20):
     """Linear warm-up, then cosine decay to 10% of the peak."""
     if step < warmup:
@@ -180,49 +241,79 @@ def lr_factor(step, total, warmup=20):
     return 0.1 + 0.45 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
 
 
-def train_step(roller, batch, opt, cfg):
-    """One optimiser step: K orders per example from Q, RLOO REINFORCE for phi, the KL for phi and psi.
+class Trainer:
+    """The policies of one training run with the steps and measurements of its objective.
 
     Args:
-        roller: the Roller holding both policies.
-        batch: (x0, start, start_masked, values), each [B, N].
-        opt: the optimiser over both policies' parameters.
-        cfg: the OrderTrainConfig.
-
-    Returns:
-        Mean ELBO, log-likelihood, KL (nats per example) and passes of the batch's orders.
+        task: the task (its ``order_reward`` and ``temperature``).
+        model: the frozen MaskedModel.
+        prior: P_psi.
+        posterior: Q_phi (objective elbo) or None (objective reward).
+        cfg: the resolved OrderTrainConfig.
     """
-    x0, start, start_masked, values = batch
-    out = roller.run(x0, start, start_masked, values, cfg.K)
-    elbo = (out.loglik - out.kl).detach()
-    scale = start_masked.sum(1).float().mean()                  # per masked position, for a stable lr
-    loss = (reinforce_loss(out.log_q.view(-1, cfg.K), elbo.view(-1, cfg.K)) + out.kl.mean()) / scale
-    opt.zero_grad()
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_([p for g in opt.param_groups for p in g["params"]], 1.0)
-    opt.step()
-    return {"elbo": elbo.mean().item(), "loglik": out.loglik.mean().item(), "kl": out.kl.mean().item(),
-            "passes": out.passes.float().mean().item()}
 
+    def __init__(self, task, model, prior, posterior, cfg):
+        self.task, self.model, self.prior, self.posterior, self.cfg = task, model, prior, posterior, cfg
+        self.generator = torch.Generator().manual_seed(cfg.seed)
+        self.roller = Roller(model, prior, posterior, cfg, self.generator)
 
-@torch.no_grad()
-def measure(roller, held_out):
-    """ELBO (orders from Q) and the log-likelihood of x0 along orders from P, per example, on the
-    held-out batch; the same random numbers every time, so measurements differ by the policies only."""
-    generator, roller.generator = roller.generator, torch.Generator().manual_seed(roller.cfg.seed + 1)
-    from_q = roller.run(*held_out, 1, "posterior")
-    roller.generator.manual_seed(roller.cfg.seed + 2)
-    from_p = roller.run(*held_out, 1, "prior")
-    roller.generator = generator
-    return {"elbo": (from_q.loglik - from_q.kl).mean().item(), "kl": from_q.kl.mean().item(),
-            "loglik_q": from_q.loglik.mean().item(), "loglik_p": from_p.loglik.mean().item(),
-            "passes_p": from_p.passes.float().mean().item()}
+    def parameters(self):
+        return [p for net in (self.prior, self.posterior) if net is not None for p in net.parameters()]
+
+    def loss(self, batch, step):
+        """(loss, stats) of one optimiser step's batch (x0, start, start_masked, values)."""
+        return self.elbo_loss(batch) if self.cfg.objective == "elbo" else self.reward_loss(batch, step)
+
+    def elbo_loss(self, batch):
+        """K orders per example from Q: RLOO REINFORCE for phi, the KL for phi and psi."""
+        cfg, (x0, start, start_masked, values) = self.cfg, batch
+        out = self.roller.run(x0, start, start_masked, values, cfg.K)
+        elbo = (out.loglik - out.kl).detach()
+        loss = reinforce_loss(out.log_q.view(-1, cfg.K), elbo.view(-1, cfg.K)) + out.kl.mean()
+        return loss, {"elbo": elbo.mean().item(), "loglik": out.loglik.mean().item(), "kl": out.kl.mean().item(),
+                      "passes": out.passes.float().mean().item()}
+
+    def reward_loss(self, batch, step):
+        """K decodes per example from P, as `bench run` makes them: RLOO REINFORCE on the task's reward."""
+        cfg, (x0, start, start_masked, _) = self.cfg, batch
+        x0, start, start_masked = (part.repeat_interleave(cfg.K, 0) for part in (x0, start, start_masked))
+        streams = Streams(cfg.seed * 2 ** 24 + step + 1, torch.arange(len(x0)))
+        decoded = play(self.model, self.prior, start, start_masked, cfg, self.task.temperature, streams)
+        reward = self.task.order_reward(x0, decoded.tokens, decoded.log_q).float()
+        shaped = reward + cfg.match_weight * (decoded.tokens == x0).float().mean(1)
+        loss = reinforce_loss(decoded.log_pi.view(-1, cfg.K), shaped.view(-1, cfg.K))
+        return loss, {"reward": reward.mean().item(), "passes": decoded.passes.float().mean().item()}
+
+    @torch.no_grad()
+    def measure(self, held_out):
+        """Held-out numbers, with the same random numbers every time (they differ by the policies only):
+        P's log-likelihood of x0 along its own orders, the task's reward of P's decodes sampled and
+        thresholded, and for objective elbo the ELBO from Q."""
+        cfg, (x0, start, start_masked, values) = self.cfg, held_out
+        stats = {"loglik_p": self.rollout(held_out, "prior").loglik.mean().item()}
+        for mode in ("sample", "threshold"):
+            streams = Streams(2 ** 40 + cfg.seed, torch.arange(len(x0)))
+            decoded = play(self.model, self.prior, start, start_masked, cfg, self.task.temperature, streams, mode)
+            stats[f"reward_{mode}"] = self.task.order_reward(x0, decoded.tokens, decoded.log_q).float().mean().item()
+            stats[f"passes_{mode}"] = decoded.passes.float().mean().item()
+        if self.posterior is not None:
+            from_q = self.rollout(held_out, "posterior")
+            stats.update(elbo=(from_q.loglik - from_q.kl).mean().item(), kl=from_q.kl.mean().item())
+        return stats
+
+    def rollout(self, held_out, use):
+        """One order per held-out example from P or Q with a fixed generator."""
+        generator, self.roller.generator = self.roller.generator, torch.Generator().manual_seed(self.cfg.seed + 1)
+        out = self.roller.run(*held_out, 1, use)
+        self.roller.generator = generator
+        return out
 
 
 def make_networks(d_hidden, cfg):
-    """(P_psi, Q_phi), both starting as EB-Sampler with gamma = cfg.init_gamma."""
-    make = lambda posterior: OrderNet(PolicyConfig(d_hidden, cfg.d_inner, posterior, cfg.init_gamma))  # noqa: E731
-    return make(False), make(True)
+    """(P_psi, Q_phi or None), both starting as EB-Sampler with gamma = cfg.init_gamma."""
+    make = lambda posterior: OrderNet(PolicyConfig(d_hidden, cfg.d_inner, posterior, cfg.init_gamma,  # noqa: E731
+                                                   cfg.init_sharpness, cfg.eps))
+    return make(False), (make(True) if cfg.objective == "elbo" else None)
 
 
 def batches(n_train, cfg, generator):
@@ -235,37 +326,44 @@ def batches(n_train, cfg, generator):
         yield order[start:start + cfg.batch_size]
 
 
-def fit(roller, data, held_out, cfg):
-    """Train P and Q in place; returns (training curve, held-out ELBO curve)."""
-    params = list(roller.prior.parameters()) + list(roller.posterior.parameters())
+def fit(trainer, data, held_out):
+    """Train the policies in place; returns (training curve, held-out curve)."""
+    cfg, params = trainer.cfg, trainer.parameters()
     opt = torch.optim.Adam(params, lr=cfg.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps))
-    curve, evals, window = [], [dict(step=0, **measure(roller, held_out))], []
+    curve, evals, window = [], [dict(step=0, **trainer.measure(held_out))], []
     log.info("step 0 held-out %s", fmt(evals[-1]))
-    bar = tqdm(enumerate(batches(len(data[0]), cfg, roller.generator)), total=cfg.steps, desc=f"order T={cfg.T}")
+    scale = data[2].sum(1).float().mean()                      # per masked position, for a stable clip
+    bar = tqdm(enumerate(batches(len(data[0]), cfg, trainer.generator)), total=cfg.steps, desc=f"order T={cfg.T}")
     for step, rows in bar:
-        window.append(train_step(roller, [part[rows] for part in data], opt, cfg))
+        loss, stats = trainer.loss([part[rows] for part in data], step)
+        opt.zero_grad()
+        (loss / scale).backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
         sched.step()
+        window.append(stats)
         if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
             curve.append({"step": step + 1, **{k: sum(w[k] for w in window) / len(window) for k in window[0]}})
             window = []
             log.info("step %d train %s", step + 1, fmt(curve[-1]))
-            bar.set_postfix(elbo=f"{curve[-1]['elbo']:.2f}", kl=f"{curve[-1]['kl']:.2f}")
+            bar.set_postfix({k: f"{v:.3f}" for k, v in curve[-1].items() if k != "step"})
         if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
-            evals.append(dict(step=step + 1, **measure(roller, held_out)))
+            evals.append(dict(step=step + 1, **trainer.measure(held_out)))
             log.info("step %d held-out %s", step + 1, fmt(evals[-1]))
     return curve, evals
 
 
 def fmt(stats):
-    return " ".join(f"{k} {v:.3f}" for k, v in stats.items() if k != "step")
+    return " ".join(f"{k} {v:.4f}" for k, v in stats.items() if k != "step")
 
 
 def train_order(task, cfg, out=None):
-    """Train and save the order policy of ``task``'s model at budget ``cfg.T``.
+    """Train and save the order policy of ``task``'s model at budget ``cfg.T``; its untrained
+    initialisation is saved beside it (``*_init.pt``).
 
     Args:
-        task: a task with ``order_examples`` and ``order_training``.
+        task: a task with ``order_examples`` and ``order_training`` (and ``order_reward`` for objective reward).
         cfg: an OrderTrainConfig; task defaults fill its zero fields.
         out: where to write the weights (default: the task's order_policy_T{T}.pt).
 
@@ -274,7 +372,6 @@ def train_order(task, cfg, out=None):
     """
     cfg = resolve(cfg, task)
     torch.manual_seed(cfg.seed)
-    generator = torch.Generator().manual_seed(cfg.seed)
     model = place(task.load_model(), selected())   # the frozen model on --device; the policies stay on the CPU
     x0, start, start_masked = task.order_examples()
     keep = start_masked.any(1)
@@ -284,17 +381,17 @@ def train_order(task, cfg, out=None):
     log.info("task %s model %s: %d training examples, %d held out; config %s", task.name, model.checkpoint_id,
              len(data[0]), cfg.n_eval, asdict(cfg))
     prior, posterior = make_networks(frozen_pass(model, *held_out[1:3], held_out[3])[0].shape[-1], cfg)
-    roller = Roller(model, prior, posterior, cfg, generator)
+    path = Path(out or task.weights_dir / file_name(cfg.T))
+    save_policy(path.with_name(path.stem + "_init.pt"), prior.eval(), None, model.checkpoint_id, cfg.T, cfg.temperature,
+                {"untrained": True, "train_config": asdict(cfg)})
     began = time.perf_counter()
-    curve, evals = fit(roller, data, held_out, cfg)
+    curve, evals = fit(Trainer(task, model, prior.train(), posterior, cfg), data, held_out)
     seconds = round(time.perf_counter() - began, 1)
     meta = {"train_config": asdict(cfg), "curve": curve, "held_out": evals, "seconds": seconds,
-            "train_examples": len(data[0]), "n_params": count_params(prior) + count_params(posterior),
+            "train_examples": len(data[0]), "n_params": sum(count_params(n) for n in (prior, posterior) if n),
             "command": f"python -m bench train order --task {task.name} T={cfg.T}"}
-    path = out or task.weights_dir / file_name(cfg.T)
-    save_policy(path, prior.eval(), posterior.eval(), model.checkpoint_id, cfg.T, cfg.temperature, meta)
-    log.info("saved %s: held-out ELBO %.3f -> %.3f nats per example, %.0f s", path, evals[0]["elbo"],
-             evals[-1]["elbo"], seconds)
+    save_policy(path, prior.eval(), posterior and posterior.eval(), model.checkpoint_id, cfg.T, cfg.temperature, meta)
+    log.info("saved %s: held-out %s -> %s, %.0f s", path, fmt(evals[0]), fmt(evals[-1]), seconds)
     return path
 
 
