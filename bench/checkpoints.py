@@ -72,6 +72,8 @@ def build_from_payload(payload, build, what, path, how_to_make):
     file does not fit the code."""
     try:
         return build(payload)
+    except BenchError:
+        raise                 # the builder's own one-line message says it best
     except Exception as err:  # a config that does not fit the code can fail anywhere in the constructor
         raise BenchError(f"{what} {path} does not match the {what.split()[-1]} code "
                          f"({str(err).splitlines()[0][:100]}); remake it with: {how_to_make}") from None

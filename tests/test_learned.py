@@ -210,6 +210,18 @@ def test_policy_of_another_model_or_budget_is_a_clear_error(tmp_path):
 def test_missing_policy_names_the_file_and_the_training_command(tmp_path):
     with pytest.raises(BenchError, match=r"order_policy_T5\.pt.*python -m bench train order --task sudoku T=5"):
         Learned(T=5).bind(Bound(tmp_path), FixedModel())
+    with pytest.raises(BenchError, match=r"order_policy_T5_init\.pt"):
+        Learned(T=5, init=True).bind(Bound(tmp_path), FixedModel())
+
+
+def test_a_policy_file_of_the_old_format_is_a_clear_error(tmp_path):
+    network = OrderNet(PolicyConfig(d_hidden=8))
+    save_policy(tmp_path / "p.pt", network, None, "m", 5, 1.0, {})
+    payload = torch.load(tmp_path / "p.pt", weights_only=False)
+    del payload["format"]
+    torch.save(payload, tmp_path / "p.pt")
+    with pytest.raises(BenchError, match="file format 1, this code reads format 2; retrain it with"):
+        load_policy(tmp_path / "p.pt", "m", "sudoku", 5)
 
 
 def test_bad_parameters_are_one_line_errors():
@@ -219,6 +231,10 @@ def test_bad_parameters_are_one_line_errors():
         parse_strategy("learned:temperature=0")
     with pytest.raises(BenchError, match="mode='greedy' is not allowed"):
         parse_strategy("learned:mode=greedy")
+    with pytest.raises(BenchError, match="policy=FILE or init=true, not both"):
+        parse_strategy("learned:init=true,policy=x.pt")
+    with pytest.raises(BenchError, match="objective='vi' is not allowed; choose from: reward, elbo"):
+        resolve(OrderTrainConfig(T=5, objective="vi"), SudokuTask())
     with pytest.raises(BenchError, match="K must be at least 2"):
         resolve(OrderTrainConfig(T=5, K=1), SudokuTask())
     with pytest.raises(BenchError, match="no default init_gamma for T=7"):

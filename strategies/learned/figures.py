@@ -1,41 +1,55 @@
-"""Learned-order training curves for `bench report`, read from the shipped policy files' ``meta``
-(every tasks/*/weights/**/order_policy_T*.pt): P's held-out log-likelihood and the task's reward
-of P's decodes (sampled and thresholded) against training steps, one line per budget T, and a
-Markdown table of the start and end of every curve. Imports no model code (`bench report` loads
-this module alone)."""
+"""Learned-order training curves for `bench report`, read from the training logs (every
+tasks/*/weights/**/order_policy_T*.log and the kept attempts under .../attempts/): P's held-out
+log-likelihood and the task's reward of P's decodes (sampled and thresholded) against training
+steps, one line per budget T, and a Markdown table of the start and end of every curve. Imports
+no model code (`bench report` loads this module alone)."""
+import ast
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-import torch
 
 from bench.registry import register_report
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
+SETTINGS = ("objective", "lr", "K", "batch_size", "d_inner", "init_sharpness", "match_weight", "loglik_weight")
 PANELS = (("loglik_p", "P's held-out log-likelihood\nE_P[log p(x0 | order)] (nats)"),
           ("reward_sample", "held-out reward, P sampled"), ("reward_threshold", "held-out reward, P thresholded"))
 
 
-def policy_files(tasks_dir=TASKS_DIR):
-    """{task folder label: [(T, meta)]} of every trained policy file (initialisations left out)."""
+def parse_log(path):
+    """(config dict, [held-out measurement dicts with 'step']) of the last training run in a log."""
+    config, evals = None, []
+    for line in Path(path).read_text().splitlines():
+        if "training examples" in line and "; config " in line:
+            config, evals = ast.literal_eval(line.split("; config ", 1)[1]), []
+        elif " held-out " in line and config is not None:
+            head, _, tail = line.partition(" held-out ")
+            words = tail.split()
+            evals.append({"step": int(head.rsplit("step ", 1)[1]), **dict(zip(words[::2], map(float, words[1::2])))})
+    return config, evals
+
+
+def training_logs(tasks_dir=TASKS_DIR):
+    """{label: [(T, config, evals, log name)]} of every order-training log of the current format (its
+    held-out lines carry ``reward_sample``): shipped policies and kept attempts (``attempts/``)."""
     found = {}
-    for path in sorted(tasks_dir.glob("*/weights/**/order_policy_T*.pt")):
-        if path.stem.endswith("_init"):
-            continue
-        payload = torch.load(path, map_location="cpu", weights_only=False)
-        if payload.get("format") != 2 or "held_out" not in payload.get("meta", {}):
+    for path in sorted(tasks_dir.glob("*/weights/**/order_policy_T*.log")) + sorted(
+            tasks_dir.glob("*/weights/**/attempts/*.log")):
+        config, evals = parse_log(path)
+        if config is None or not evals or "reward_sample" not in evals[0]:
             continue
         label = str(path.parent.relative_to(tasks_dir)).replace("/weights", "").replace("/", " ")
-        found.setdefault(label, []).append((payload["budget"], payload["meta"]))
-    return {label: sorted(items, key=lambda item: item[0]) for label, items in found.items()}
+        found.setdefault(label, []).append((config["T"], config, evals, path.name))
+    return found
 
 
 def draw_curves(label, items, out_dir):
     """One row of panels for one task's policies; returns the PNG and PDF paths."""
     fig, axes = plt.subplots(1, len(PANELS), figsize=(4.2 * len(PANELS), 3.2))
     for ax, (key, title) in zip(axes, PANELS):
-        for budget, meta in items:
-            points = [(e["step"], e[key]) for e in meta["held_out"] if key in e]
-            ax.plot(*zip(*points), marker="o", ms=3, label=f"T={budget}")
+        for budget, _, evals, name in items:
+            points = [(e["step"], e[key]) for e in evals if key in e]
+            ax.plot(*zip(*points), marker="o", ms=3, label=f"T={budget}" + (f" ({name})" if "attempt" in label else ""))
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("training step")
     axes[0].legend(fontsize=8)
@@ -50,15 +64,15 @@ def draw_curves(label, items, out_dir):
 
 
 def curve_table(found):
-    """Markdown: for every task and T, the objective and the held-out numbers at step 0 and at the end."""
+    """Markdown: for every log, its settings and the held-out numbers at step 0 and at its last measurement."""
     keys = ("loglik_p", "reward_sample", "passes_sample", "reward_threshold", "passes_threshold")
-    lines = ["| task | T | objective | steps | seconds | " + " | ".join(f"{k} (start -> end)" for k in keys) + " |",
-             "|---|---|---|---|---|" + "---|" * len(keys)]
+    lines = ["| task | log | T | objective, settings | last step | " + " | ".join(f"{k} (start -> end)" for k in keys)
+             + " |", "|---|---|---|---|---|" + "---|" * len(keys)]
     for label, items in found.items():
-        for budget, meta in items:
-            first, last, cfg = meta["held_out"][0], meta["held_out"][-1], meta["train_config"]
-            cells = [f"{first[k]:.3f} -> {last[k]:.3f}" for k in keys]
-            lines.append(f"| {label} | {budget} | {cfg['objective']} | {cfg['steps']} | {meta['seconds']:.0f} | "
+        for budget, cfg, evals, name in items:
+            settings = ", ".join(f"{k}={cfg[k]}" for k in SETTINGS if k in cfg)
+            cells = [f"{evals[0][k]:.3f} -> {evals[-1][k]:.3f}" for k in keys]
+            lines.append(f"| {label} | {name} | {budget} | {settings} | {evals[-1]['step']} of {cfg['steps']} | "
                          + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -66,7 +80,7 @@ def curve_table(found):
 @register_report("learned")
 def report_learned(results_dir, out_dir, figures=True):
     """reports/learned_training.md and, with ``figures``, learned_curves_<task>.png/pdf."""
-    found = policy_files()
+    found = training_logs()
     if not found:
         return []
     paths = []
@@ -74,7 +88,8 @@ def report_learned(results_dir, out_dir, figures=True):
         for label, items in found.items():
             paths += draw_curves(label, items, out_dir)
     table = Path(out_dir) / "learned_training.md"
-    table.write_text("Held-out numbers of the shipped order policies during training (the training data's "
-                     "held-out examples, not the benchmark's inputs); reward is the task's `order_reward` "
-                     "(Sudoku: solved board; exact task: log p(x) - log q(x)).\n\n" + curve_table(found))
+    table.write_text("Held-out numbers of every order-training log (shipped policies and kept attempts) during "
+                     "training: the training data's held-out examples, not the benchmark's inputs; step 0 is the "
+                     "untrained initialisation. Reward is the task's `order_reward` (Sudoku: solved board; exact "
+                     "task: log p(x) - log q(x)); loglik_p is E_P[log p(x0 | order)] in nats.\n\n" + curve_table(found))
     return paths + [table]

@@ -54,7 +54,7 @@ def train_command(task_name, budget):
 @dataclass
 class PolicyConfig:
     d_hidden: int = 96            # width of the frozen model's hidden states
-    d_inner: int = 64             # width of the per-position MLP
+    d_inner: int = 64             # width of the per-position MLP on the hidden state (0: none, features only)
     posterior: bool = False       # True: the posterior Q, which also reads log p(x0_n | x_t)
     init_gamma: float = 0.3       # initial policy: EB-Sampler(init_gamma); also the EB cost's unit
     init_sharpness: float = 4.0   # initial score a (1 - C / gamma): p = 0.98 at C = 0, 0.5 at gamma
@@ -73,19 +73,22 @@ class OrderNet(nn.Module):
         n_scalars = N_SCALARS + int(cfg.posterior)
         self.norm = nn.LayerNorm(cfg.d_hidden)
         self.mlp = nn.Sequential(nn.Linear(cfg.d_hidden + n_scalars, cfg.d_inner), nn.GELU(),
-                                 nn.Linear(cfg.d_inner, 1))
+                                 nn.Linear(cfg.d_inner, 1)) if cfg.d_inner else None   # 0: features only
         self.linear = nn.Linear(n_scalars, 1)
         with torch.no_grad():
-            self.mlp[-1].weight.zero_()
-            self.mlp[-1].bias.zero_()
+            if self.mlp is not None:
+                self.mlp[-1].weight.zero_()
+                self.mlp[-1].bias.zero_()
             self.linear.weight.zero_()
             self.linear.weight[0, EB_COST] = -cfg.init_sharpness
             self.linear.bias.fill_(cfg.init_sharpness)
 
     def forward(self, hidden, scalars):
         """hidden [B, N, D], scalars [B, N, S] -> scores [B, N]."""
-        x = torch.cat([self.norm(hidden.float()), scalars], -1)
-        return (self.mlp(x) + self.linear(scalars)).squeeze(-1)
+        score = self.linear(scalars).squeeze(-1)
+        if self.mlp is None:
+            return score
+        return score + self.mlp(torch.cat([self.norm(hidden.float()), scalars], -1)).squeeze(-1)
 
 
 def position_scalars(log_probs, masked, step, budget, gamma, logp_x0=None):

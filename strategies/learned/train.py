@@ -65,7 +65,8 @@ class OrderTrainConfig:
     eps: float = 1e-3             # every reveal probability lies in [eps, 1 - eps]
     init_sharpness: float = 4.0   # initial score a (1 - EB cost / gamma)
     match_weight: float = 0.0     # objective reward: adds this times the share of positions decoded as x0 (dense shaping)
-    d_inner: int = 64             # width of the policy MLPs
+    loglik_weight: float = 0.0    # objective reward: adds this times the mean log p(x0_n | x_t) at each reveal (dense shaping)
+    d_inner: int = 64             # width of the policy MLPs (0: a linear policy on the features alone)
     init_gamma: float = 0.0       # the policies start as EB-Sampler with this gamma (0: the task's order_training init_gamma[T])
     log_every: int = 10           # optimiser steps per point of the training curve
     n_eval: int = 0               # training examples set aside for the held-out measurements (0: task default)
@@ -202,15 +203,16 @@ class Play:
     log_q: torch.Tensor      # [B] float64 log-probability of the drawn values (0 for argmax values)
     log_pi: torch.Tensor     # [B] log-probability of the order under P (with gradient; 0 thresholded)
     passes: torch.Tensor     # [B] forward passes
+    loglik: torch.Tensor     # [B] sum over revealed positions of log p(x0_n | x_t) at the pass revealing them
 
 
-def play(model, policy, start, start_masked, cfg, value_temperature, streams, mode="sample"):
+def play(model, policy, start, start_masked, cfg, value_temperature, streams, mode="sample", values=None):
     """Decode ``start`` [B, N] with the policy as strategy ``learned`` does (its reveal distribution,
     its last-pass rule) and the decode loop's value filling; ``streams`` (bench.streams) give every
-    random number, so a play is reproducible."""
+    random number, so a play is reproducible. ``values`` [B, N]: x0's value indices, for ``loglik``."""
     tokens, masked = start.clone(), start_masked.clone()
     log_pi, log_q = torch.zeros(len(tokens)), torch.zeros(len(tokens), dtype=torch.float64)
-    passes = torch.zeros(len(tokens), dtype=torch.long)
+    passes, loglik = torch.zeros(len(tokens), dtype=torch.long), torch.zeros(len(tokens))
     for t in range(cfg.T):
         active = masked.any(1).nonzero().squeeze(1)
         if active.numel() == 0:
@@ -227,11 +229,14 @@ def play(model, policy, start, start_masked, cfg, value_temperature, streams, mo
             pick = choose_reveals(probs.detach(), now, mode, uniforms=uniforms)
             log_pi = log_pi.index_add(0, active, reveal_log_prob(probs, pick, now) if mode == "sample"
                                       else torch.zeros(len(active)))
+        if values is not None:
+            x0_lp = torch.log_softmax(out.logits.float(), -1).gather(-1, values[active][..., None]).squeeze(-1)
+            loglik[active] += x0_lp.masked_fill(~pick, 0.0).sum(1)
         tokens[active], drawn = fill_values(tokens[active], out, pick, model.value_tokens, value_temperature, rows, t)
         log_q[active] += drawn
         masked[active] = now & ~pick
         passes[active] += 1
-    return Play(tokens, log_q, log_pi, passes)
+    return Play(tokens, log_q, log_pi, passes, loglik)
 
 
 def lr_factor(step, total, warmup=20):
@@ -275,12 +280,13 @@ class Trainer:
 
     def reward_loss(self, batch, step):
         """K decodes per example from P, as `bench run` makes them: RLOO REINFORCE on the task's reward."""
-        cfg, (x0, start, start_masked, _) = self.cfg, batch
-        x0, start, start_masked = (part.repeat_interleave(cfg.K, 0) for part in (x0, start, start_masked))
+        cfg = self.cfg
+        x0, start, start_masked, values = (part.repeat_interleave(cfg.K, 0) for part in batch)
         streams = Streams(cfg.seed * 2 ** 24 + step + 1, torch.arange(len(x0)))
-        decoded = play(self.model, self.prior, start, start_masked, cfg, self.task.temperature, streams)
+        decoded = play(self.model, self.prior, start, start_masked, cfg, self.task.temperature, streams, values=values)
         reward = self.task.order_reward(x0, decoded.tokens, decoded.log_q).float()
-        shaped = reward + cfg.match_weight * (decoded.tokens == x0).float().mean(1)
+        shaped = (reward + cfg.match_weight * (decoded.tokens == x0).float().mean(1)
+                  + cfg.loglik_weight * decoded.loglik / start_masked.sum(1).clamp_min(1))
         loss = reinforce_loss(decoded.log_pi.view(-1, cfg.K), shaped.view(-1, cfg.K))
         return loss, {"reward": reward.mean().item(), "passes": decoded.passes.float().mean().item()}
 
@@ -358,7 +364,7 @@ def fmt(stats):
     return " ".join(f"{k} {v:.4f}" for k, v in stats.items() if k != "step")
 
 
-def train_order(task, cfg, out=None):
+def train_order(task, cfg, out=None, command=None):
     """Train and save the order policy of ``task``'s model at budget ``cfg.T``; its untrained
     initialisation is saved beside it (``*_init.pt``).
 
@@ -366,6 +372,7 @@ def train_order(task, cfg, out=None):
         task: a task with ``order_examples`` and ``order_training`` (and ``order_reward`` for objective reward).
         cfg: an OrderTrainConfig; task defaults fill its zero fields.
         out: where to write the weights (default: the task's order_policy_T{T}.pt).
+        command: the command line that made it (recorded; default the plain `bench train order`).
 
     Returns:
         The path of the saved policy.
@@ -389,7 +396,7 @@ def train_order(task, cfg, out=None):
     seconds = round(time.perf_counter() - began, 1)
     meta = {"train_config": asdict(cfg), "curve": curve, "held_out": evals, "seconds": seconds,
             "train_examples": len(data[0]), "n_params": sum(count_params(n) for n in (prior, posterior) if n),
-            "command": f"python -m bench train order --task {task.name} T={cfg.T}"}
+            "command": command or f"python -m bench train order --task {task.name} T={cfg.T}"}
     save_policy(path, prior.eval(), posterior and posterior.eval(), model.checkpoint_id, cfg.T, cfg.temperature, meta)
     log.info("saved %s: held-out %s -> %s, %.0f s", path, fmt(evals[0]), fmt(evals[-1]), seconds)
     return path
@@ -402,5 +409,7 @@ def train_order_command(task, settings, out):
     torch.set_num_threads(cfg.threads)
     path = out or task.weights_dir / file_name(cfg.T)
     setup_log(str(path).replace(".pt", ".log"))
-    path = train_order(task, cfg, path)
+    words = ["python", "-m", "bench", "train", "order", "--task", task.name, *settings] + (["--out", str(out)] if out else [])
+    log.info("command: %s", " ".join(words))
+    path = train_order(task, cfg, path, " ".join(words))
     print(f"saved {path}")
