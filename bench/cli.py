@@ -30,6 +30,9 @@ def add_run(sub):
     run.add_argument("--data", help="input file for the task (`bench list` says what each task takes)")
     run.add_argument("--model", help="model checkpoint for the task (default: the shipped one), or "
                                       "package.module:factory, a callable returning a MaskedModel")
+    run.add_argument("--temperature", type=float, metavar="T",
+                     help="decoding temperature of sampling tasks: 0 = argmax values, 1 = the model's marginals "
+                          "(default: the task's; part of each run's identity)")
     add_placement(run)
     run.add_argument("--executor", default="local", help="local (default: this process) or ray (cells as Ray "
                                                          "tasks; pip install -e '.[ray]')")

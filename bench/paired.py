@@ -9,6 +9,9 @@ A summary metric can be recomputed from the records when its dict carries ``per_
 - ``pooled_jsd``: JSD (bits) between the pooled k-mer counts of a string field (alphabet and k
   given) and fixed ``reference`` counts. The reference is held fixed: both runs are measured
   against the same reference sample, and the question is which run's samples are closer to it.
+- ``window_jsd_w1``: each string's mean JSD (bits) of its sliding ``window``-letter compositions
+  against a fixed ``reference`` composition; the statistic is the Wasserstein-1 distance between
+  the distribution of those values and the reference strings' own (``reference_values``, fixed).
 
 Every statistic takes columns with a leading replicate axis, so thousands of bootstrap or
 permutation replicates are computed at once. Tests:
@@ -58,8 +61,24 @@ def stat_pooled_jsd(counts, reference):
     return jsd_bits(counts.sum(-2), np.asarray(reference, float))
 
 
+W1_GRID = 2000  # quantile levels of the Wasserstein-1 integral (exact when it is a multiple of both sizes)
+
+
+def quantiles(values, grid=W1_GRID):
+    """[..., grid] inverted-CDF quantiles of ``values`` [..., n] at levels (i + 1/2) / grid."""
+    n = values.shape[-1]
+    at = np.ceil((np.arange(grid) + 0.5) / grid * n).astype(int) - 1
+    return np.sort(values, axis=-1)[..., at]
+
+
+def stat_w1(values, reference_values):
+    """Wasserstein-1 distance between the empirical distribution of ``values`` [..., n] and that of
+    fixed ``reference_values`` [m]: the mean absolute gap of their quantile functions."""
+    return np.abs(quantiles(values) - quantiles(np.asarray(reference_values, float))).mean(-1)
+
+
 STATISTICS = {"mean": stat_mean, "ratio": stat_ratio, "mean_difference": stat_mean_difference,
-              "pooled_jsd": stat_pooled_jsd}
+              "pooled_jsd": stat_pooled_jsd, "window_jsd_w1": stat_w1}
 
 
 def kmer_counts(strings, alphabet, k):
@@ -72,6 +91,20 @@ def kmer_counts(strings, alphabet, k):
             if column is not None:
                 counts[row, column] += 1
     return counts
+
+
+def window_jsd(strings, alphabet, window, reference):
+    """[n] mean JSD (bits) of each string's sliding ``window``-letter compositions against the
+    ``reference`` composition (counts over ``alphabet``); letters outside it are left out, and a
+    string shorter than the window is one window of all its letters."""
+    index = {letter: i for i, letter in enumerate(alphabet)}
+    out = np.zeros(len(strings))
+    for row, text in enumerate(strings):
+        onehot = np.eye(len(alphabet))[[index[c] for c in text if c in index]].reshape(-1, len(alphabet))
+        totals = np.vstack([np.zeros(len(alphabet)), np.cumsum(onehot, 0)])
+        width = min(window, len(onehot))
+        out[row] = jsd_bits(totals[width:] - totals[:-width], np.asarray(reference, float)[None]).mean()
+    return out
 
 
 @dataclass
@@ -103,6 +136,10 @@ def per_input(metric, records):
         strings = [r[recipe["fields"][0]] for r in records]
         columns = [kmer_counts(strings, recipe["alphabet"], recipe["k"])]
         extra = {"reference": np.asarray(recipe["reference"], float)}
+    elif recipe["statistic"] == "window_jsd_w1":
+        strings = [r[recipe["fields"][0]] for r in records]
+        columns = [window_jsd(strings, recipe["alphabet"], recipe["window"], recipe["reference"])]
+        extra = {"reference_values": np.asarray(recipe["reference_values"], float)}
     else:
         columns = [np.array([float(r[f]) for r in records]) for f in recipe["fields"]]
         extra = {}

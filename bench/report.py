@@ -37,13 +37,13 @@ LAYOUTS = [Layout("", 6.8, 3.6, 8, False),        # two-column (full text width)
 
 
 def comparison_group(results):
-    """Results comparable with each other: same task, model, data, limit, seed, device kind and
-    dtype (a config without the last two ran on cpu in float32).
+    """Results comparable with each other: same task, model, data, limit, seed, value temperature,
+    device kind and dtype (a config without the last two ran on cpu in float32).
 
     Picks the group with the most runs (newest on ties), so a quick --limit run does not mix in.
     """
     key = lambda r: (r["model"]["id"], r["config"]["data_id"], r["config"]["limit"], r["config"]["seed"],  # noqa: E731
-                     r["config"].get("device", "cpu"), r["config"].get("dtype", "float32"))
+                     r["config"].get("temperature"), r["config"].get("device", "cpu"), r["config"].get("dtype", "float32"))
     counts = Counter(key(r) for r in results)
     newest = {key(r): r["provenance"]["finished_at"] for r in results}
     best = max(counts, key=lambda k: (counts[k], newest[k]))
@@ -232,9 +232,10 @@ def task_groups(results_dir):
 
 
 def every_seed(group, results):
-    """The runs of ``group``'s task, model, data and limit under every seed (verdicts pool seeds;
-    figures and the full table show the one seed of ``group``)."""
-    same = lambda r: (r["task"], r["model"]["id"], r["config"]["data_id"], r["config"]["limit"])  # noqa: E731
+    """The runs of ``group``'s task, model, data, limit and temperature under every seed (verdicts
+    pool seeds; figures and the full table show the one seed of ``group``)."""
+    same = lambda r: (r["task"], r["model"]["id"], r["config"]["data_id"], r["config"]["limit"],  # noqa: E731
+                      r["config"].get("temperature"))
     return [r for r in results if same(r) == same(group[0])]
 
 

@@ -45,6 +45,7 @@ def rescore(results_dir="results", task_name=None):
             print(f"  skipped {path}: {len(records)} records for {summary['n_samples']} samples", file=sys.stderr)
             continue
         summary["metrics"] = task.summarize(records) + aux_pass_metrics(records)
+        summary["headline"] = task.headline        # a task whose headline changed ranks old runs on the new one
         summary["floor"] = task.floor()
         summary["floor_label"] = task.floor_label()
         summary["rescored"] = provenance()

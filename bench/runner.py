@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import math
 import re
 import shlex
 import sys
@@ -73,6 +74,9 @@ def check_arguments(args):
         raise BenchError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.verify < 0:
         raise BenchError(f"--verify must be 0 (no check) or more, got {args.verify}")
+    temperature = getattr(args, "temperature", None)
+    if temperature is not None and not (math.isfinite(temperature) and temperature >= 0):
+        raise BenchError(f"--temperature must be a finite number >= 0 (0: argmax values), got {temperature}")
     for flag, text in (("--tasks", args.tasks), ("--strategies", args.strategies)):
         if text is not None and not split_specs(text):
             raise BenchError(f"{flag} is empty; name at least one (`python -m bench list` shows them)")
@@ -84,6 +88,9 @@ def check_executor(args):
         raise BenchError(f"--executor must be local or ray, got {args.executor!r}")
     if args.executor == "local" and (args.shards != 1 or args.ray_address):
         raise BenchError(f"{'--shards' if args.shards != 1 else '--ray-address'} needs --executor ray")
+    if args.executor == "ray" and getattr(args, "temperature", None) is not None:
+        # Ray cells rebuild their task from its name and options, which do not carry a temperature
+        raise BenchError("--temperature runs with --executor local only")
 
 
 def parse_specs(specs):
@@ -112,6 +119,19 @@ def check_out_dir(out, task_names):
                 pass
         except OSError as err:
             raise BenchError(f"--out {out}: cannot write results into {folder} ({err.strerror or err})") from None
+
+
+def set_temperature(tasks, temperature):
+    """--temperature overrides each task's decoding temperature (None: keep the task's). Only tasks
+    that sample values take it: an argmax task at temperature 1 would be another task."""
+    if temperature is None:
+        return tasks
+    for task in tasks:
+        if task.temperature == 0 and temperature != 0:
+            raise BenchError(f"--temperature: task {task.name} decodes argmax values (temperature 0); "
+                             f"only sampling tasks take another temperature")
+        task.temperature = float(temperature)   # an instance attribute: run_config records it
+    return tasks
 
 
 def make_tasks(task_names, data, model):
@@ -352,19 +372,24 @@ def run_tasks(args):
     check_executor(args)
     where = placement(args.device, args.dtype)
     plans = plan(args.preset, args.tasks, args.strategies, args.limit, args.seed)
-    tasks = make_tasks(",".join(p.task for p in plans), args.data, args.model)
+    tasks = set_temperature(make_tasks(",".join(p.task for p in plans), args.data, args.model),
+                            getattr(args, "temperature", None))
     parsed = [parse_specs(p.specs) for p in plans]
     check_out_dir(args.out, [task.name for task in tasks])
     loaded = [prepare(task, strategies, p, args.model, where) for task, strategies, p in zip(tasks, parsed, plans)]
     for task, task_plan, strategies, (model, eval_sets) in zip(tasks, plans, parsed, loaded):
         for seed in task_plan.seeds:
-            run_task(task, model, eval_sets[seed], strategies, args, seed, task_plan.limit)
+            # a run that draws nothing would repeat its first seed's records: only the first seed runs it
+            chosen = [s for s in strategies if seed == task_plan.seeds[0] or draws_randomly(task, s[1])]
+            run_task(task, model, eval_sets[seed], chosen, args, seed, task_plan.limit)
     return 0
 
 
 def command_line(task, seed, limit, batch_size, out, data=None, model=None, where=None):
     """`bench run` arguments (without --strategies) that remake a run of ``task`` (on ``where``)."""
     words = ["python", "-m", "bench", "run", "--tasks", task.name, "--seed", str(seed)]
+    if task.temperature != type(task).temperature:   # set by --temperature
+        words += ["--temperature", f"{task.temperature:g}"]
     for flag, value in (("--limit", limit), ("--data", data), ("--model", model)):
         words += [flag, str(value)] if value is not None else []
     if batch_size != DEFAULT_BATCH_SIZE:

@@ -85,12 +85,20 @@ def params(run):
     return run.summary["config"]["strategy_params"]
 
 
+def same(value, wanted):
+    """A run's parameter against a wanted one: numbers as floats, booleans and strings exactly; a run
+    made before the parameter existed (None) matches nothing."""
+    if value is None or isinstance(wanted, bool) or isinstance(value, bool):
+        return value is wanted or (value is not None and value == wanted and type(value) is type(wanted))
+    if isinstance(wanted, (int, float)):
+        return float(value) == float(wanted)
+    return value == wanted
+
+
 def select_line(runs, strategy, where=None):
     """Runs of ``strategy`` whose parameters match ``where`` (numbers compared as floats), by passes."""
     def matches(run):
-        return run.summary["strategy"] == strategy and all(
-            float(params(run).get(k)) == float(v) if isinstance(v, (int, float)) else params(run).get(k) == v
-            for k, v in (where or {}).items())
+        return run.summary["strategy"] == strategy and all(same(params(run).get(k), v) for k, v in (where or {}).items())
     return sorted([r for r in runs if matches(r)], key=lambda r: r.passes())
 
 

@@ -4,6 +4,7 @@ log-likelihood and the task's reward of P's decodes (sampled and thresholded) ag
 steps, one line per budget T, and a Markdown table of the start and end of every curve. Imports
 no model code (`bench report` loads this module alone)."""
 import ast
+import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -11,6 +12,7 @@ import matplotlib.pyplot as plt
 from bench.registry import register_report
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
+HELD_OUT = re.compile(r"train\.order step (?P<step>\d+) held-out (?P<stats>.*)$")
 SETTINGS = ("objective", "lr", "K", "batch_size", "d_inner", "init_sharpness", "match_weight", "loglik_weight")
 PANELS = (("loglik_p", "P's held-out log-likelihood\nE_P[log p(x0 | order)] (nats)"),
           ("reward_sample", "held-out reward, P sampled"), ("reward_threshold", "held-out reward, P thresholded"))
@@ -22,10 +24,9 @@ def parse_log(path):
     for line in Path(path).read_text().splitlines():
         if "training examples" in line and "; config " in line:
             config, evals = ast.literal_eval(line.split("; config ", 1)[1]), []
-        elif " held-out " in line and config is not None:
-            head, _, tail = line.partition(" held-out ")
-            words = tail.split()
-            evals.append({"step": int(head.rsplit("step ", 1)[1]), **dict(zip(words[::2], map(float, words[1::2])))})
+        elif (found := HELD_OUT.search(line)) and config is not None:
+            words = found["stats"].split()
+            evals.append({"step": int(found["step"]), **dict(zip(words[::2], map(float, words[1::2])))})
     return config, evals
 
 
@@ -40,7 +41,7 @@ def training_logs(tasks_dir=TASKS_DIR):
             continue
         label = str(path.parent.relative_to(tasks_dir)).replace("/weights", "").replace("/", " ")
         found.setdefault(label, []).append((config["T"], config, evals, path.name))
-    return found
+    return {label: sorted(items, key=lambda item: (item[0], item[3])) for label, items in found.items()}
 
 
 def draw_curves(label, items, out_dir):

@@ -1,13 +1,27 @@
-"""Distribution metrics of a generated protein set against a reference set."""
+"""Distribution metrics of a generated protein set against a reference set.
+
+The headline is ``window_jsd`` (docs/protein_metrics.md): every sequence gets the mean JSD of its
+sliding 20-residue compositions against the reference's pooled composition, and the metric is the
+Wasserstein-1 distance between the generated and the reference sets' distributions of that
+value. Pooled composition JSD cannot be the headline: drawing each revealed residue from its
+marginal keeps the pooled composition whatever the order (tasks/protein/ladder.py shows it
+failing the degradation ladder).
+"""
+import functools
 import itertools
 
 import numpy as np
+from scipy import sparse
 
-from bench.paired import jsd_bits
+from bench.paired import jsd_bits, stat_w1, window_jsd
 from tasks.protein.fasta import AMINO_ACIDS
 
 INDEX = {aa: i for i, aa in enumerate(AMINO_ACIDS)}
 DIPEPTIDES = {a + b: i for i, (a, b) in enumerate(itertools.product(AMINO_ACIDS, repeat=2))}
+WINDOW = 20          # residues per window of the headline: local order and per-sequence composition both show
+LOW_COMPLEXITY = (12, 2.2)   # SEG's trigger window and entropy (bits): below it a window is low-complexity
+IDENTITY_K = 5       # k-mer length of the identity proxy (20^5 = 3.2M k-mers: a shared one is rarely chance)
+POSITIONS = 50       # leading positions of the per-position JSD (every sequence has at least 50)
 
 
 def js_divergence(p, q):
@@ -28,12 +42,87 @@ def dipeptide_counts(sequence):
     return np.bincount([DIPEPTIDES[sequence[i:i + 2]] for i in range(len(sequence) - 1)], minlength=400)
 
 
-def distinct_3mer_share(sequence):
-    """Distinct 3-mers over all 3-mers of one sequence (1.0 = no repeats; low = collapse)."""
-    kmers = [sequence[i:i + 3] for i in range(len(sequence) - 2)]
+def distinct_kmer_share(sequence, k=3):
+    """Distinct k-mers over all k-mers of one sequence (1.0 = no repeats; low = collapse)."""
+    kmers = [sequence[i:i + k] for i in range(len(sequence) - k + 1)]
     return len(set(kmers)) / max(len(kmers), 1)
+
+
+def distinct_3mer_share(sequence):
+    return distinct_kmer_share(sequence, 3)
 
 
 def longest_run(sequence):
     """Length of the longest single-residue run."""
     return max(len(list(group)) for _, group in itertools.groupby(sequence))
+
+
+def low_complexity_share(sequence, window=LOW_COMPLEXITY[0], threshold=LOW_COMPLEXITY[1]):
+    """Share of residues inside some window whose Shannon entropy (bits) is below ``threshold``
+    (SEG's first pass, without its merging): repeats and runs show, diverse sequences score 0."""
+    onehot = np.eye(20)[[INDEX[aa] for aa in sequence]]
+    totals = np.vstack([np.zeros(20), np.cumsum(onehot, 0)])
+    counts = (totals[window:] - totals[:-window]) / window            # [windows, 20]
+    entropy = -(counts * np.log2(np.where(counts > 0, counts, 1))).sum(1)
+    covered = np.zeros(len(sequence), bool)
+    for start in np.flatnonzero(entropy < threshold):
+        covered[start:start + window] = True
+    return float(covered.mean())
+
+
+def window_values(sequences, reference_composition, window=WINDOW):
+    """[n] per-sequence mean windowed-composition JSD (bits) against the reference composition."""
+    return window_jsd(sequences, AMINO_ACIDS, window, reference_composition)
+
+
+def window_w1(values, reference_values):
+    """The headline from per-sequence values: Wasserstein-1 to the reference's values (bits)."""
+    return float(stat_w1(np.asarray(values, float), reference_values))
+
+
+def position_profiles(sequences, positions=POSITIONS):
+    """[n, positions, 20] one-hot residues of each sequence's leading positions."""
+    return np.eye(20)[[[INDEX[aa] for aa in s[:positions]] for s in sequences]]
+
+
+def position_jsd(profiles, reference_profile):
+    """Mean over positions of the JSD between pooled per-position compositions ([..., n, P, 20]
+    summed over n) and the reference's ([P, 20])."""
+    return jsd_bits(profiles.sum(-3), reference_profile).mean(-1)
+
+
+def kmer_matrix(sequences, k=IDENTITY_K):
+    """Sparse [n, 20^k] 0/1 presence of each sequence's distinct k-mers."""
+    rows, cols = [], []
+    for row, s in enumerate(sequences):
+        codes = {sum(INDEX[c] * 20 ** j for j, c in enumerate(s[i:i + k])) for i in range(len(s) - k + 1)}
+        rows += [row] * len(codes)
+        cols += sorted(codes)
+    return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(sequences), 20 ** k))
+
+
+def containment(left, right):
+    """[n, m] share of each left sequence's distinct k-mers found in each right sequence: a proxy
+    for sequence identity that needs no alignment (an exact copy scores 1, unrelated about 0)."""
+    shared = (left @ right.T).toarray()
+    return shared / np.maximum(np.asarray(left.sum(1)), 1)
+
+
+def pairwise_identity_matrix(sequences):
+    """[n, n] k-mer containment between the sequences of one set, NaN on the diagonal."""
+    matrix = kmer_matrix(sequences)
+    ident = containment(matrix, matrix)
+    np.fill_diagonal(ident, np.nan)
+    return ident
+
+
+@functools.lru_cache(maxsize=1)
+def training_kmers():
+    """The k-mer matrix of the shipped model's training sequences (split.py: the training clusters)."""
+    from tasks.protein.split import make_split
+    return kmer_matrix([sequence for _, sequence in make_split().train])
+
+
+def train_identity(sequences):
+    """[n] highest k-mer containment of each sequence in one training sequence (novelty: low is new)."""
+    return containment(kmer_matrix(sequences), training_kmers()).max(1)
