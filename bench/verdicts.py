@@ -67,13 +67,14 @@ def merge_seeds(runs):
 
 
 def pool_seeds(group):
-    """A Run whose per-input columns hold the seeds' records together (means averaged, sums added)."""
+    """A Run whose per-input columns hold the seeds' records together: per-input values averaged over
+    the seeds (means, mean differences, per-sequence values), counts added (ratios, pooled JSDs)."""
     if len(group) == 1:
         return group[0]
 
     def combine(parts):
         columns = [sum(p.columns[k] for p in parts) for k in range(len(parts[0].columns))]
-        if parts[0].statistic == "mean":
+        if parts[0].statistic in ("mean", "mean_difference", "window_jsd_w1"):   # per-input values: averaged
             columns = [c / len(parts) for c in columns]
         return PerInput(parts[0].name, parts[0].statistic, columns, parts[0].higher_is_better, parts[0].extra)
     seeds = sorted(r.summary["config"]["seed"] for r in group)

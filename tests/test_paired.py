@@ -125,3 +125,18 @@ def test_seeds_of_a_run_are_pooled_per_input():
     assert eb.summary["pooled_seeds"] == [0, 1] and eb.quality() == pytest.approx(0.375) and eb.passes() == 4.5
     assert eb.quality.columns[0].tolist() == [1.0, 0.5, 0.0, 0.0] and not eb.quality.binary
     assert "pooled_seeds" not in by_spec["topk:k=2"].summary
+
+
+def test_pooled_seeds_of_a_mean_difference_stay_on_its_scale():
+    """The exact task's KL (mean of log q - log p) pooled over seeds is the mean of the seeds' KLs."""
+    from bench.verdicts import merge_seeds
+
+    def seeded(seed, log_q):
+        records = [{"index": i, "log_q": q, "log_p": -1.0, "passes": 8} for i, q in enumerate(log_q)]
+        metric = {"name": "kl_nats", "higher_is_better": False,
+                  "per_input": {"statistic": "mean_difference", "fields": ["log_q", "log_p"]}}
+        passes = {"name": "passes", "higher_is_better": False, "per_input": {"statistic": "mean", "fields": ["passes"]}}
+        return Run({"label": "x", "config": {"strategy_spec": "x", "seed": seed}},
+                   per_input(metric, records), per_input(passes, records))
+    (pooled,) = merge_seeds([seeded(0, [1.0, 3.0]), seeded(1, [2.0, 0.0]), seeded(2, [0.0, 0.0])])
+    assert pooled.quality() == pytest.approx((3.0 + 2.0 + 1.0) / 3)     # the seeds' KLs: 3, 2 and 1 nats
