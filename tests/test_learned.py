@@ -235,6 +235,11 @@ def test_bad_parameters_are_one_line_errors():
         parse_strategy("learned:init=true,policy=x.pt")
     with pytest.raises(BenchError, match="objective='vi' is not allowed; choose from: reward, elbo"):
         resolve(OrderTrainConfig(T=5, objective="vi"), SudokuTask())
+    from tasks.protein.task import ProteinTask
+    with pytest.raises(BenchError, match="task protein has no per-input order reward; train its order with objective=elbo"):
+        resolve(OrderTrainConfig(T=5, objective="reward"), ProteinTask())
+    assert resolve(OrderTrainConfig(T=5), ProteinTask()).objective == "elbo"
+    assert resolve(OrderTrainConfig(T=5), SudokuTask()).objective == "reward"
     with pytest.raises(BenchError, match="K must be at least 2"):
         resolve(OrderTrainConfig(T=5, K=1), SudokuTask())
     with pytest.raises(BenchError, match="no default init_gamma for T=7"):

@@ -37,7 +37,7 @@ def training_logs(tasks_dir=TASKS_DIR):
     for path in sorted(tasks_dir.glob("*/weights/**/order_policy_T*.log")) + sorted(
             tasks_dir.glob("*/weights/**/attempts/*.log")):
         config, evals = parse_log(path)
-        if config is None or not evals or "reward_sample" not in evals[0]:
+        if config is None or not evals or "passes_sample" not in evals[0]:
             continue
         label = str(path.parent.relative_to(tasks_dir)).replace("/weights", "").replace("/", " ")
         found.setdefault(label, []).append((config["T"], config, evals, path.name))
@@ -50,6 +50,8 @@ def draw_curves(label, items, out_dir):
     for ax, (key, title) in zip(axes, PANELS):
         for budget, _, evals, name in items:
             points = [(e["step"], e[key]) for e in evals if key in e]
+            if not points:
+                continue
             ax.plot(*zip(*points), marker="o", ms=3, label=f"T={budget}" + (f" ({name})" if "attempt" in label else ""))
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("training step")
@@ -72,7 +74,7 @@ def curve_table(found):
     for label, items in found.items():
         for budget, cfg, evals, name in items:
             settings = ", ".join(f"{k}={cfg[k]}" for k in SETTINGS if k in cfg)
-            cells = [f"{evals[0][k]:.3f} -> {evals[-1][k]:.3f}" for k in keys]
+            cells = [f"{evals[0][k]:.3f} -> {evals[-1][k]:.3f}" if k in evals[0] else "-" for k in keys]
             lines.append(f"| {label} | {name} | {budget} | {settings} | {evals[-1]['step']} of {cfg['steps']} | "
                          + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -35,6 +35,7 @@ import torch
 from tqdm import tqdm
 
 from bench.checkpoints import count_params
+from bench.core import Task
 from bench.decode import fill_values
 from bench.device import place, selected
 from bench.errors import BenchError
@@ -88,6 +89,8 @@ def resolve(cfg, task):
     cfg.init_gamma = cfg.init_gamma or defaults["init_gamma"].get(cfg.T, 0.0)
     if cfg.objective not in OBJECTIVES:
         raise BenchError(f"objective={cfg.objective!r} is not allowed; choose from: {', '.join(OBJECTIVES)}")
+    if cfg.objective == "reward" and not has_reward(task):
+        raise BenchError(f"task {task.name} has no per-input order reward; train its order with objective=elbo")
     if cfg.init_gamma <= 0:
         raise BenchError(f"no default init_gamma for T={cfg.T} on {task.name} (defaults for T in "
                          f"{', '.join(map(str, defaults['init_gamma']))}); give init_gamma=G > 0")
@@ -98,6 +101,11 @@ def resolve(cfg, task):
     if not (cfg.temperature > 0 and 0 < cfg.eps < 0.5):
         raise BenchError(f"need temperature > 0 and 0 < eps < 0.5, got {cfg.temperature}, {cfg.eps}")
     return cfg
+
+
+def has_reward(task):
+    """Whether ``task`` defines a per-input ``order_reward`` (protein does not: its quality is a set metric)."""
+    return type(task).order_reward is not Task.order_reward
 
 
 def value_index(model, x0):
@@ -300,7 +308,8 @@ class Trainer:
         for mode in ("sample", "threshold"):
             streams = Streams(2 ** 40 + cfg.seed, torch.arange(len(x0)))
             decoded = play(self.model, self.prior, start, start_masked, cfg, self.task.temperature, streams, mode)
-            stats[f"reward_{mode}"] = self.task.order_reward(x0, decoded.tokens, decoded.log_q).float().mean().item()
+            if has_reward(self.task):
+                stats[f"reward_{mode}"] = self.task.order_reward(x0, decoded.tokens, decoded.log_q).float().mean().item()
             stats[f"passes_{mode}"] = decoded.passes.float().mean().item()
         if self.posterior is not None:
             from_q = self.rollout(held_out, "posterior")
