@@ -79,6 +79,9 @@ def add_core(sub):
     rescore = sub.add_parser("rescore", help="recompute result files' metrics from their records (no decoding)")
     rescore.add_argument("--results", default="results", help="results folder (default: results)")
     rescore.add_argument("--task", help="only this task's results (default: all)")
+    rescore.add_argument("--headline-only", action="store_true",
+                         help="only point each summary's headline at the task's current one (a metric it "
+                              "already stores, from an earlier rescore); nothing is recomputed")
     train = sub.add_parser("train", help="train a task's model or a helper network (weights ship in the repo)")
     train.add_argument("target", help="a task name (its model) or a helper (`bench list` names them)")
     train.add_argument("settings", nargs="*", help="KEY=VALUE overrides, e.g. steps=100")
@@ -147,7 +150,7 @@ def dispatch(args):
         report(args.results, args.out, docs)
     elif args.command == "rescore":
         from bench.rescore import rescore
-        rescore(args.results, args.task)
+        rescore(args.results, args.task, args.headline_only)
     elif args.command == "compare":
         from bench.compare import compare
         return compare(args.base, args.new, args.fail_on)

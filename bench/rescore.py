@@ -28,7 +28,17 @@ def summaries(results_dir, task_name):
     return found
 
 
-def rescore(results_dir="results", task_name=None):
+def point_headline(path, summary, task):
+    """Set ``summary``'s headline to ``task``'s (1), if the summary stores that metric; else say so (0)."""
+    if task.headline not in {m["name"] for m in summary["metrics"]}:
+        print(f"  skipped {path}: it has no {task.headline} metric; rescore it in full", file=sys.stderr)
+        return 0
+    summary["headline"] = task.headline
+    write_text_atomic(path, json.dumps(summary, indent=1))
+    return 1
+
+
+def rescore(results_dir="results", task_name=None, headline_only=False):
     load_plugins()
     if task_name is not None:
         lookup("task", task_name, TASKS)
@@ -40,6 +50,9 @@ def rescore(results_dir="results", task_name=None):
         options = summary["config"]["task_options"]
         key = (summary["task"], json.dumps(options, sort_keys=True))
         task = tasks.setdefault(key, TASKS[summary["task"]](**options))
+        if headline_only:
+            done += point_headline(path, summary, task)
+            continue
         records = read_records(path.with_name(summary["records_file"]))
         if len(records) != summary["n_samples"]:
             print(f"  skipped {path}: {len(records)} records for {summary['n_samples']} samples", file=sys.stderr)

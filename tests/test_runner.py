@@ -180,3 +180,22 @@ def test_rescore_recomputes_metrics_from_records_and_keeps_identity(quick_run, t
     assert rescored["metrics"] == original["metrics"] and rescored["config"] == original["config"]
     assert rescored["rescored"]["commit"] and rescored["wall_seconds"] == original["wall_seconds"]
     assert "unknown task" in run_cli("rescore", "--results", copy, "--task", "chess").stderr
+
+
+def test_rescore_headline_only_points_at_the_tasks_headline_and_recomputes_nothing(quick_run, tmp_path):
+    copy = tmp_path / "results"
+    shutil.copytree(quick_run[0], copy)
+    first, second = sorted((copy / "sudoku").glob("*[0-9a-f].json"))[:2]
+    stale = dict(json.loads(first.read_text()), headline="cell_accuracy")
+    stale["metrics"][0] = dict(stale["metrics"][0], value=-1.0)          # would be undone by a full rescore
+    first.write_text(json.dumps(stale))
+    lacking = json.loads(second.read_text())
+    lacking = dict(lacking, headline="cell_accuracy", metrics=[m for m in lacking["metrics"]
+                                                              if m["name"] != "exact_accuracy"])
+    second.write_text(json.dumps(lacking))
+    proc = run_cli("rescore", "--results", copy, "--task", "sudoku", "--headline-only")
+    assert proc.returncode == 0, proc.stderr
+    pointed = json.loads(first.read_text())
+    assert pointed["headline"] == "exact_accuracy" and pointed["metrics"][0]["value"] == -1.0
+    assert json.loads(second.read_text())["headline"] == "cell_accuracy"
+    assert "has no exact_accuracy metric; rescore it in full" in proc.stderr
