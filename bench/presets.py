@@ -103,8 +103,9 @@ ORACLE = (Ablation("exact symmetric MI by probing instead of the estimator (mi_o
 MI_VS_EB = (Ablation("MI-guided decoding against EB-Sampler at equal passes (mi, lam=1 against eb; a comparison of "
                      "two rules, not an ablation)", "mi", {"lam": 1.0}, "eb", {"order": "entropy"}),)
 # Issue 16: a trained order policy is credited only with what it adds over its initialisation.
+MODE_WORD = {"sample": "sampled", "threshold": "thresholded"}
 LEARNED_ABLATIONS = tuple(
-    Ablation(f"the trained order policy over its untrained initialisation ({mode}d; learned against "
+    Ablation(f"the trained order policy over its untrained initialisation ({MODE_WORD[mode]}; learned against "
              f"learned init=true)", "learned", {"init": False, "mode": mode}, "learned", {"init": True, "mode": mode})
     for mode in ("sample", "threshold"))
 VERDICTS = {
