@@ -78,10 +78,12 @@ def strategy_color(name):
 
 
 def error_bars(runs, name):
-    """Values and [below, above] CI distances of metric ``name`` over ``runs``."""
+    """Values and [below, above] CI distances of metric ``name`` over ``runs``. A basic-bootstrap CI
+    of a biased statistic (a small set's window_jsd) can lie wholly on one side of its value: the
+    bar then reaches from the value to the far end of the interval."""
     ms = [metric_of(r, name) for r in runs]
     return ([m["value"] for m in ms],
-            [[m["value"] - m["ci_low"] for m in ms], [m["ci_high"] - m["value"] for m in ms]])
+            [[max(0.0, m["value"] - m["ci_low"]) for m in ms], [max(0.0, m["ci_high"] - m["value"]) for m in ms]])
 
 
 def draw_lines(ax, lines, headline, layout):

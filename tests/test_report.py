@@ -138,3 +138,10 @@ def test_an_extra_metric_the_result_files_name_gets_its_own_pareto_figure(tmp_pa
     assert (out / "pareto_protein.png").exists() and (out / "pareto_protein_judge_perplexity.pdf").exists()
     assert (out / "pareto_protein_judge_perplexity_1col.png").exists()
     assert not (out / "pareto_protein_longest_run.png").exists()
+
+
+def test_error_bars_of_an_interval_beside_its_value_are_drawn_from_the_value():
+    from bench.report import error_bars
+    runs = [{"metrics": [{"name": "window_jsd", "value": 0.010, "ci_low": 0.000, "ci_high": 0.008}]}]
+    values, (below, above) = error_bars(runs, "window_jsd")
+    assert values == [0.010] and below == [pytest.approx(0.010)] and above == [0.0]
