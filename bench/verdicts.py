@@ -58,8 +58,9 @@ def load_runs(results, root):
 
 def merge_seeds(runs):
     """One Run per strategy spec, its seeds pooled input by input: a resampled input index brings
-    every seed's record of that index (seeds nested in inputs), and pairing across strategies
-    holds because every strategy ran the same seeds on the same inputs."""
+    every seed's record of that index (seeds nested in inputs). Pairing across strategies holds input
+    by input even where they ran different seeds (the learned sweep's sampled runs have three, a
+    deterministic rule one): each side's per-input value is its own seeds' mean."""
     by_spec = {}
     for run in runs:
         by_spec.setdefault(run.summary["config"]["strategy_spec"], []).append(run)
