@@ -36,11 +36,10 @@ from tqdm import tqdm
 
 from bench.checkpoints import count_params
 from bench.core import Task
-from bench.decode import fill_values
+from bench.decode import decode
 from bench.device import place, selected
 from bench.errors import BenchError
 from bench.registry import register_trainer, set_fields
-from bench.streams import Streams
 from bench.training import setup_log
 from strategies.learned.policy import (OrderNet, PolicyConfig, choose_reveals, file_name, position_scalars,
                                      reinforce_loss, reveal_kl, reveal_log_prob, reveal_probs, save_policy)
@@ -214,37 +213,41 @@ class Play:
     loglik: torch.Tensor     # [B] sum over revealed positions of log p(x0_n | x_t) at the pass revealing them
 
 
-def play(model, policy, start, start_masked, cfg, value_temperature, streams, mode="sample", values=None):
-    """Decode ``start`` [B, N] with the policy as strategy ``learned`` does (its reveal distribution,
-    its last-pass rule) and the decode loop's value filling; ``streams`` (bench.streams) give every
-    random number, so a play is reproducible. ``values`` [B, N]: x0's value indices, for ``loglik``."""
-    tokens, masked = start.clone(), start_masked.clone()
-    log_pi, log_q = torch.zeros(len(tokens)), torch.zeros(len(tokens), dtype=torch.float64)
-    passes, loglik = torch.zeros(len(tokens), dtype=torch.long), torch.zeros(len(tokens))
-    for t in range(cfg.T):
-        active = masked.any(1).nonzero().squeeze(1)
-        if active.numel() == 0:
-            break
-        rows, now = streams.take(active), masked[active]
-        with torch.no_grad():
-            out = model(tokens[active], now)
-        if t == cfg.T - 1:
-            pick = now
+class PolicyRecorder:
+    """The strategy ``learned`` does with the policy under training (its reveal distribution, its
+    last-pass rule), recording per input the log-probability of its reveals (with gradient) and,
+    with ``values``, log p(x0_n | x_t) at the pass that revealed n. Decodes with input index = row."""
+    name = "learned (training)"
+
+    def __init__(self, policy, cfg, mode, rows, values=None):
+        self.policy, self.cfg, self.mode, self.values = policy, cfg, mode, values
+        self.log_pi, self.loglik = torch.zeros(rows), torch.zeros(rows)
+
+    def select(self, state):
+        rows, masked = state.streams.index, state.masked
+        logits = state.out.logits.float().clone()                 # clones leave inference mode
+        if state.step == self.cfg.T - 1:
+            pick = masked
         else:
-            hidden, logits = out.hidden.float().clone(), out.logits.float().clone()   # out of inference mode
-            probs = policy_probs(policy, hidden, torch.log_softmax(logits, -1), now, t, cfg)
-            uniforms = rows.uniform_grid(t, "learned:train", now.shape[1]) if mode == "sample" else None
-            pick = choose_reveals(probs.detach(), now, mode, uniforms=uniforms)
-            log_pi = log_pi.index_add(0, active, reveal_log_prob(probs, pick, now) if mode == "sample"
-                                      else torch.zeros(len(active)))
-        if values is not None:
-            x0_lp = torch.log_softmax(out.logits.float(), -1).gather(-1, values[active][..., None]).squeeze(-1)
-            loglik[active] += x0_lp.masked_fill(~pick, 0.0).sum(1)
-        tokens[active], drawn = fill_values(tokens[active], out, pick, model.value_tokens, value_temperature, rows, t)
-        log_q[active] += drawn
-        masked[active] = now & ~pick
-        passes[active] += 1
-    return Play(tokens, log_q, log_pi, passes, loglik)
+            probs = policy_probs(self.policy, state.out.hidden.float().clone(), torch.log_softmax(logits, -1),
+                                 masked, state.step, self.cfg)
+            uniforms = state.uniform("learned:train") if self.mode == "sample" else None
+            pick = choose_reveals(probs.detach(), masked, self.mode, uniforms=uniforms)
+            if self.mode == "sample":
+                self.log_pi = self.log_pi.index_add(0, rows, reveal_log_prob(probs, pick, masked))
+        if self.values is not None:
+            x0_lp = torch.log_softmax(logits, -1).gather(-1, self.values[rows][..., None]).squeeze(-1)
+            self.loglik[rows] += x0_lp.masked_fill(~pick, 0.0).sum(1)
+        return pick
+
+
+def play(model, policy, start, start_masked, cfg, value_temperature, seed, mode="sample", values=None):
+    """Decode ``start`` [B, N] through the benchmark's decode loop with the policy as strategy
+    ``learned`` (PolicyRecorder); ``seed`` keys every random number (bench.streams), so a play is
+    reproducible. ``values`` [B, N]: x0's value indices, for ``loglik``."""
+    recorder = PolicyRecorder(policy, cfg, mode, len(start), values)
+    decoded = decode(model, start, start_masked, recorder, value_temperature, seed)
+    return Play(decoded.tokens, decoded.log_q, recorder.log_pi, decoded.passes, recorder.loglik)
 
 
 def lr_factor(step, total, warmup=20):
@@ -290,8 +293,8 @@ class Trainer:
         """K decodes per example from P, as `bench run` makes them: RLOO REINFORCE on the task's reward."""
         cfg = self.cfg
         x0, start, start_masked, values = (part.repeat_interleave(cfg.K, 0) for part in batch)
-        streams = Streams(cfg.seed * 2 ** 24 + step + 1, torch.arange(len(x0)))
-        decoded = play(self.model, self.prior, start, start_masked, cfg, self.task.temperature, streams, values=values)
+        decoded = play(self.model, self.prior, start, start_masked, cfg, self.task.temperature,
+                       cfg.seed * 2 ** 24 + step + 1, values=values)
         reward = self.task.order_reward(x0, decoded.tokens, decoded.log_q).float()
         shaped = (reward + cfg.match_weight * (decoded.tokens == x0).float().mean(1)
                   + cfg.loglik_weight * decoded.loglik / start_masked.sum(1).clamp_min(1))
@@ -306,8 +309,8 @@ class Trainer:
         cfg, (x0, start, start_masked, values) = self.cfg, held_out
         stats = {"loglik_p": self.rollout(held_out, "prior").loglik.mean().item()}
         for mode in ("sample", "threshold"):
-            streams = Streams(2 ** 40 + cfg.seed, torch.arange(len(x0)))
-            decoded = play(self.model, self.prior, start, start_masked, cfg, self.task.temperature, streams, mode)
+            decoded = play(self.model, self.prior, start, start_masked, cfg, self.task.temperature, 2 ** 40 + cfg.seed,
+                           mode)
             if has_reward(self.task):
                 stats[f"reward_{mode}"] = self.task.order_reward(x0, decoded.tokens, decoded.log_q).float().mean().item()
             stats[f"passes_{mode}"] = decoded.passes.float().mean().item()
