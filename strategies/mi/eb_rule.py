@@ -12,6 +12,8 @@ the greedy rule.
 from dataclasses import dataclass
 from typing import ClassVar
 
+import torch
+
 from bench.registry import register_strategy
 from strategies.mi.guided import MIGuided
 from strategies.ordering import rank_masked
@@ -20,7 +22,13 @@ from strategies.ordering import rank_masked
 def prefix_pair_mi(mi, order):
     """[B, N]: sum of MI over the pairs inside each prefix of ``order`` (the first t+1 positions)."""
     in_order = mi.gather(1, order[:, :, None].expand_as(mi)).gather(2, order[:, None, :].expand_as(mi))
-    with_earlier = in_order.triu(1).sum(1)            # [B, N] position t's MI with positions before it
+    return ranked_pair_mi(in_order)
+
+
+def ranked_pair_mi(in_order):
+    """[B, P]: sum of MI over the pairs inside each prefix, ``in_order`` [B, P, P] MI in rank order.
+    Over the first P ranks of a larger matrix, the same float32 sums (the rows past t add zeros)."""
+    with_earlier = in_order.triu(1).sum(1)            # [B, P] position t's MI with positions before it
     return with_earlier.cumsum(1)
 
 
@@ -41,11 +49,22 @@ class MIEBRule(MIGuided):
 
     def select(self, state):
         order, ranks = rank_masked(-state.entropy, state.masked)        # [B, N] ascending entropy
-        mi_hat = self.predicted_mi(state, prefix_candidates(state.entropy, state.masked, self.gamma, order, ranks))
+        need = prefix_candidates(state.entropy, state.masked, self.gamma, order, ranks)
+        pairs = self.prefix_pairs(state, need, order)
         in_order_masked = state.masked.gather(1, order)
         entropy = state.entropy.gather(1, order).masked_fill(~in_order_masked, 0.0)
-        pairs = prefix_pair_mi(mi_hat.clamp_min(0), order)
         spent = entropy.cumsum(1) - entropy.cummax(1).values + self.lam * pairs
         fits = (spent <= self.gamma) & in_order_masked                   # monotone in the prefix
         count = fits.sum(1, keepdim=True).clamp_min(1)                   # [B, 1]
         return state.masked & (ranks < count)
+
+    def prefix_pairs(self, state, need, order):
+        """[B, N] ``prefix_pair_mi`` of the estimator's MI, computed between the first ranks only
+        (as many as a row has candidates in ``need``); past them a row's prefix never fits, and
+        the sums there repeat the last one."""
+        reader = self.reader(state, need)
+        if not hasattr(reader, "prefix"):
+            return prefix_pair_mi(self.checked(reader, reader.matrix()).clamp_min(0), order)
+        n = need.shape[1]
+        pairs = ranked_pair_mi(self.checked(reader, reader.prefix(int(need.sum(1).max()))).clamp_min(0))[:, :n]
+        return torch.cat([pairs, pairs[:, -1:].expand(-1, n - pairs.shape[1])], 1)

@@ -66,124 +66,160 @@ class MIEstimator(nn.Module):
         mi.diagonal(dim1=1, dim2=2).zero_()
         return mi
 
-    def pair_features(self, hidden, probs, entropy, masked, need=None):
-        """(q, k) [B, N, K*d]: the halves of what ``scores`` multiplies (left = [q, k], right =
-        [k, q]; q scaled by the head weights), computed at the positions ``need``
-        ([B, N] bool; default the masked ones: MI_hat is 0 at the others whatever their features)
-        and 0 elsewhere. At least MIN_ROWS positions go through the network, padded with others:
-        a matrix product's rounding can depend on its row count when that is small, and this
-        keeps every value bit-identical to ``scores`` on all positions (tests/test_mi_speed.py)."""
-        batch, n, _ = hidden.shape
-        need = (masked if need is None else need).clone()
-        short = min(MIN_ROWS, batch * n) - int(need.sum())
-        if short > 0:
-            flat = need.view(-1)
-            flat[(~flat).nonzero().squeeze(1)[:short]] = True
-        x = torch.cat([hidden[need].float(), probs[need].float(), entropy[need][:, None],
-                       masked[need][:, None].float()], -1)                                # [M, W]
-        computed = self.features(x)                                                       # [M, 2Kd]
-        features = computed.new_zeros(batch, n, computed.shape[-1])
-        features[need] = computed
-        q, k = features.view(batch, n, 2, -1).unbind(2)                                   # [B, N, K*d]
+    def position_features(self, hidden, probs, entropy, masked):
+        """[M, 2Kd] float32: the (q, k) features of M positions (hidden [M, D], probs [M, V],
+        entropy [M], masked [M]), q scaled by the head weights. At least MIN_ROWS rows go through
+        the network (padded with copies of the first): a matrix product's rounding can depend on
+        its row count when that is small, and this keeps every value bit-identical to ``scores``
+        (tests/test_mi_speed.py)."""
+        count, width = hidden.shape[0], 2 * self.cfg.n_heads * self.cfg.d_head
+        if count == 0:
+            return hidden.new_zeros(0, width, dtype=torch.float32)
+        x = torch.cat([hidden.float(), probs.float(), entropy[:, None], masked[:, None].float()], -1)  # [M, W]
+        if 0 < count < MIN_ROWS:
+            x = torch.cat([x, x[:1].expand(MIN_ROWS - count, -1)])
+        q, k = self.features(x)[:count].view(count, 2, -1).unbind(1)                       # [M, K*d]
         q = q * (self.head_weight.repeat_interleave(self.cfg.d_head) / (2 * self.cfg.d_head ** 0.5))
-        return q, k
+        return torch.cat([q, k], -1)
 
     def reader(self, hidden, probs, entropy, masked, need=None):
         """A ``PairReader``: MI_hat of the state, computed as far as it is read."""
         return PairReader(self, hidden, probs, entropy, masked, need)
 
 
-MIN_ROWS = 128   # rows per feature product, at least (see pair_features)
-BLOCK = 16       # pair-score rows computed together (see PairReader)
+MIN_ROWS = 128   # rows per feature product, at least (see position_features)
+BLOCK = 16       # pair scores are made for blocks of BLOCK columns of the rank order (at least BLOCK rows)
+STEP = 8         # features are made STEP ranks at a time: the frontier of what a row has read moves by STEP
 
 
 class PairReader:
     """MI_hat of one state, computed as far as it is read.
 
-    The greedy rule reads the MI rows of the positions it takes, walking them in ascending
-    entropy, and only where a later candidate could still fit. So features are computed at the
-    positions ``need`` (those the rule can take, e.g. entropy within the budget), and pair scores
-    in blocks of BLOCK rows in that order, each block (and its exp) when one of its rows is first
-    read; the entropy bound only on the rows read. A block is a [BLOCK, D] x [D, N] product per input,
-    whose values are bit-identical to the rows of the full [N, D] x [D, N] one (so every value
-    read is ``forward``'s), and whose shape does not depend on the batch.
+    The rules read MI between positions walked in ascending entropy (masked first; ties to the
+    lower index), and only between positions they can take (``need``: entropy within the budget,
+    a prefix of that order). So features (at the ``need`` positions) are made STEP ranks at a time
+    and pair scores a block of BLOCK columns at a time, for the rows that walk into them
+    (``extend``; MI-EB's whole prefix at once: ``prefix``). Every value read is
+    bit-identical to ``forward``'s: each product keeps at least BLOCK rows and columns, where a
+    value's rounding does not depend on the shape (tests/test_mi_speed.py). Values at positions
+    outside ``need`` are not MI_hat's and are never read by the rules.
 
     Args:
         network: the MIEstimator (its device is where the work is done).
         hidden, probs, masked: as for ``forward``.
         entropy: [B, N] entr(probs).sum(-1), as ``forward`` computes it (StepState.entropy).
-        need: [B, N] bool, the positions whose MI may be read (default: the masked ones); the
-            values read elsewhere are not MI_hat's.
+        need: [B, N] bool, the positions whose MI may be read (default: the masked ones).
     """
 
     def __init__(self, network, hidden, probs, entropy, masked, need=None):
         self.network, self.back = network, hidden.device
         device = next(network.parameters()).device
-        hidden, probs, entropy, masked = (t.to(device) for t in (hidden, probs, entropy, masked))
-        with torch.inference_mode():
-            self.q, self.k = network.pair_features(hidden, probs, entropy, masked,
-                                                   None if need is None else need.to(device))
-            self.right = torch.cat([self.k, self.q], -1)                                  # [B, N, 2Kd]
-        # NaN or infinity in a feature would show in the sum; the bias is the scores' other term
-        self.finite = bool(torch.isfinite(self.right.sum() + network.bias))
-        self.entropy, self.masked = entropy, masked
-        self.bounded = entropy * masked                                                   # 0 where unmasked
-        self.bounded_np = self.bounded.cpu().numpy()
-        self.order = None
+        self.hidden, self.probs, self.entropy, self.masked = (t.to(device) for t in (hidden, probs, entropy, masked))
+        self.need_np = (self.masked if need is None else need).cpu().numpy()
+        batch, n = masked.shape
+        score = (-self.entropy).masked_fill(~self.masked, float("-inf"))
+        self.order = torch.sort(score, dim=1, descending=True, stable=True).indices        # [B, N] by rank
+        self.order_np = self.order.cpu().numpy()
+        blocks = -(-n // BLOCK)
+        self.ranked_bound = np.zeros((batch, blocks * BLOCK), dtype=np.float32)             # by rank, 0 where unmasked
+        self.ranked_bound[:, :n] = (self.entropy * self.masked).gather(1, self.order).cpu().numpy()
+        self.pairs = None                           # [B, N', 2Kd] the features by rank, made when first needed
+        self.featured = np.zeros((batch, blocks * BLOCK // STEP), dtype=bool)
+        # exp of the pair scores by rank, made a block of columns at a time (``extend``): row b holds
+        # them for columns below frontier[b] * STEP
+        self.ranked_mi = np.empty((batch, BLOCK, BLOCK), dtype=np.float32)
+        self.frontier = np.zeros(batch, dtype=np.int64)
+        # NaN or infinity in the bias enters every score; in a feature, the scores made from it
+        self.finite = bool(torch.isfinite(network.bias))
 
-    def ranked(self):
-        """Order the positions as the rule walks them (ascending entropy, masked first); make the
-        storage of the blocks (exp of the pair scores, on the CPU, where the rule reads them)."""
-        if self.order is None:
-            batch, n = self.masked.shape
-            score = (-self.entropy).masked_fill(~self.masked, float("-inf"))
-            self.order = torch.sort(score, dim=1, descending=True, stable=True).indices    # [B, N]
-            self.rank = torch.empty_like(self.order).scatter_(
-                1, self.order, torch.arange(n, device=self.order.device).expand(batch, n)).cpu().numpy()
-            self.exp_scores = np.empty((batch, -(-n // BLOCK) * BLOCK, n), dtype=np.float32)  # by rank
-            self.done = np.zeros((batch, -(-n // BLOCK)), dtype=bool)
+    def feature_store(self):
+        """[B, N', 2Kd] the features by rank ([q, k], 0 where not made), allocated when first needed."""
+        if self.pairs is None:
+            width = 2 * self.network.cfg.n_heads * self.network.cfg.d_head
+            self.pairs = torch.zeros(*self.ranked_bound.shape, width, device=self.hidden.device)
+        return self.pairs
 
-    def compute(self, rows, blocks):
-        """Make sure blocks ``blocks`` of batch rows ``rows`` ([R] numpy each) are computed."""
-        todo = ~self.done[rows, blocks]
-        if not todo.any():
+    def featurize(self, rows, step, steps=1):
+        """Make the features of ranks [step STEP, (step + steps) STEP) for batch rows ``rows`` ([R]
+        numpy, none of which has any of them yet), at their ``need`` positions (0 elsewhere)."""
+        rows = rows[~self.featured[rows, step]]
+        if rows.size == 0:
             return
-        batch, n = self.masked.shape
-        device = self.right.device
-        for block in np.unique(blocks[todo]).tolist():
-            r = np.unique(rows[todo & (blocks == block)])
-            index = torch.from_numpy(r).to(device)
-            ranks = torch.arange(block * BLOCK, (block + 1) * BLOCK, device=device).clamp_max(n - 1)
-            positions = self.order[index][:, ranks]                                        # [R, BLOCK]
-            right = self.right if len(r) == batch else self.right[index]                   # all rows: no copy
+        batch, n = self.order_np.shape
+        ranks = np.arange(step * STEP, min((step + steps) * STEP, n))
+        positions = self.order_np[rows[:, None], ranks]                                    # [R, b]
+        take = self.need_np[rows[:, None], positions]
+        if take.any():
+            device, pairs = self.hidden.device, self.feature_store()
+            flat = torch.from_numpy((rows[:, None] * n + positions)[take]).to(device)
+            slots = torch.from_numpy((rows[:, None] * pairs.shape[1] + ranks)[take]).to(device)
+            inputs = (t.reshape(batch * n, -1).index_select(0, flat) for t in (self.hidden, self.probs))
+            scalars = (t.reshape(-1).index_select(0, flat) for t in (self.entropy, self.masked))
             with torch.inference_mode():
-                bias = self.network.bias.expand(len(r), BLOCK, n)
-                where = (index[:, None], positions)
-                left = torch.cat([self.q[where], self.k[where]], -1)                       # [R, BLOCK, 2Kd]
-                scores = torch.baddbmm(bias, left, right.transpose(1, 2))
-                self.exp_scores[r, block * BLOCK:(block + 1) * BLOCK] = torch.exp(scores).cpu().numpy()
-            self.done[r, block] = True
+                computed = self.network.position_features(*inputs, *scalars)
+            pairs.view(-1, computed.shape[1]).index_copy_(0, slots, computed)
+        self.featured[rows, step:step + steps] = True
 
-    def rows(self, rows, positions):
-        """[R, N] float32 on the CPU: MI_hat[rows[r], positions[r], :] (rows and positions [R] long)."""
-        rows, positions = np.asarray(rows.cpu()), np.asarray(positions.cpu())
-        self.ranked()
-        rank = self.rank[rows, positions]
-        self.compute(rows, rank // BLOCK)
-        bounded = self.bounded_np
-        bound = np.minimum(bounded[rows, positions][:, None], bounded[rows])              # [R, N]
-        mi = np.minimum(self.exp_scores[rows, rank], bound)
-        mi[np.arange(len(rows)), positions] = 0.0
-        return torch.from_numpy(mi)
+    def extend(self, rows, step):
+        """Move the frontier of batch rows ``rows`` ([R] numpy, at ``step``) by STEP ranks: make
+        their features there, and the MI of the block of BLOCK columns holding them with every rank
+        before the block's end: one [end, D] x [D, BLOCK] product per input (at least BLOCK each way,
+        so every value is ``forward``'s), kept as exp of the score in ``ranked_mi`` (by rank; the
+        entropy bound is applied where read). Columns past the frontier hold values of features not
+        yet made, so a block is made again as the frontier crosses it."""
+        self.featurize(rows, step)
+        block = step * STEP // BLOCK
+        end = (block + 1) * BLOCK
+        if self.ranked_mi.shape[1] < end:                   # grow the store a block at a time
+            grown = np.empty((len(self.frontier), end, end), dtype=np.float32)
+            grown[:, :self.ranked_mi.shape[1], :self.ranked_mi.shape[2]] = self.ranked_mi
+            self.ranked_mi = grown
+        pairs, every = self.feature_store(), len(rows) == len(self.frontier)
+        if not every:
+            pairs = pairs[torch.from_numpy(rows).to(pairs.device)]
+        lhs = pairs[:, :end]                                                              # [R, end, 2Kd] = [q, k]
+        rhs = pairs[:, block * BLOCK:end].roll(pairs.shape[2] // 2, -1)                  # [R, BLOCK, 2Kd] = [k, q]
+        with torch.inference_mode():
+            scores = torch.baddbmm(self.network.bias.expand(len(rows), end, BLOCK), lhs, rhs.transpose(1, 2))
+            self.ranked_mi[slice(None) if every else rows, :end, block * BLOCK:end] = torch.exp(scores).cpu().numpy()
+        # a non-finite feature or bias shows in the scores it enters, checked as they are made
+        self.finite &= bool(torch.isfinite(scores).all())
+        self.frontier[rows] = step + 1
+
+    def prefix(self, count):
+        """[B, P, P] MI_hat between the first P positions of the rank order, P = ``count`` rounded
+        up to whole blocks (what MI-EB reads: positions past a row's budget prefix are not MI_hat's)."""
+        batch = self.masked.shape[0]
+        blocks = max(1, -(-count // BLOCK))
+        rows = np.arange(batch)
+        self.featurize(rows, 0, blocks * BLOCK // STEP)
+        pairs = self.feature_store()
+        half = pairs.shape[2] // 2
+        lhs = pairs[:, :blocks * BLOCK]
+        with torch.inference_mode():
+            scores = torch.baddbmm(self.network.bias.expand(batch, blocks * BLOCK, blocks * BLOCK), lhs,
+                                   lhs.roll(half, -1).transpose(1, 2))
+        bounded = torch.from_numpy(self.ranked_bound[:, :blocks * BLOCK]).to(scores.device)
+        self.finite &= bool(torch.isfinite(scores).all())
+        mi = torch.minimum(torch.exp(scores), torch.minimum(bounded[:, :, None], bounded[:, None, :]))
+        mi.diagonal(dim1=1, dim2=2).zero_()
+        return mi.to(self.back)
 
     def matrix(self):
-        """[B, N, N] MI_hat of every pair: ``forward``'s result."""
+        """[B, N, N] MI_hat of every pair (features at the ``need`` positions): ``forward``'s result there."""
         batch, n = self.masked.shape
+        need = torch.from_numpy(self.need_np).to(self.masked.device)
         with torch.inference_mode():
-            left = torch.cat([self.q, self.k], -1)
-            scores = torch.baddbmm(self.network.bias.expand(batch, n, n), left, self.right.transpose(1, 2))
-        bound = torch.minimum(self.bounded[:, :, None], self.bounded[:, None, :])
-        mi = torch.minimum(torch.exp(scores), bound)
+            features = self.network.position_features(*(t[need] for t in (self.hidden, self.probs,
+                                                                          self.entropy, self.masked)))
+        left = features.new_zeros(batch, n, features.shape[1])
+        left[need] = features
+        half = features.shape[1] // 2
+        with torch.inference_mode():
+            scores = torch.baddbmm(self.network.bias.expand(batch, n, n), left, left.roll(half, -1).transpose(1, 2))
+        self.finite &= bool(torch.isfinite(scores).all())
+        bounded = self.entropy * self.masked
+        mi = torch.minimum(torch.exp(scores), torch.minimum(bounded[:, :, None], bounded[:, None, :]))
         mi.diagonal(dim1=1, dim2=2).zero_()
         return mi.to(self.back)
 

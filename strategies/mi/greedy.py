@@ -7,7 +7,13 @@ later pass. The first position is always taken; a budget never goes below 0, so 
 over-budget first pick only positions of exactly zero cost still fit.
 
 A row stops once its next candidate's entropy alone exceeds what is left of its budget (nothing
-later can fit), and MI rows are asked for only where a later candidate could still fit.
+later can fit), and MI is asked for only where a later candidate could still fit.
+
+Two implementations of the one rule: ``greedy_select`` (numpy, rows stepped together) takes MI
+rows from a callable (an oracle's probes, a whole matrix); ``greedy_select_ranked`` (numba, row
+by row) reads the estimator's PairReader, which computes MI a block of the entropy order at a time
+as rows walk into it. They make the same float32 operations in the same order, so the same picks
+(tests/test_mi_speed.py).
 
 Where the pair term is not symmetric (an oracle's directed MI), ``mi_back`` adds the other
 direction: the candidate's MI towards the positions already chosen, asked only for candidates
@@ -15,7 +21,9 @@ whose entropy alone still fits (the penalty can only raise the cost).
 """
 import numpy as np
 import torch
+from numba import njit
 
+from strategies.mi.estimator import STEP
 from strategies.ordering import rank_masked
 
 
@@ -80,3 +88,63 @@ def greedy_select(entropy, masked, gamma, lam, mi_row, mi_back=None, read_ahead=
             mi = mi_row(torch.from_numpy(live[rows]), torch.from_numpy(candidate[rows]))
             penalty[rows] += np.maximum(mi.float().numpy(), np.float32(0))
     return torch.from_numpy(pick)
+
+
+def greedy_select_ranked(entropy, masked, gamma, lam, reader):
+    """``greedy_select`` (read_ahead, no ``mi_back``) on a PairReader: bool [B, N], the same picks.
+
+    Each row is walked in numba until it is decided or its next candidate lies past the part of
+    the entropy order whose MI the reader has made for it (its frontier); the reader then moves
+    the frontier of every row waiting, and the walk goes on from where it stopped."""
+    batch, n = masked.shape
+    order = reader.order_np                                  # rank_masked(-entropy, masked)'s order
+    in_order = np.take_along_axis(entropy.float().numpy(), order, 1)
+    n_masked = masked.sum(1).numpy()
+    step, taken, count = np.zeros(batch, dtype=np.int64), np.zeros((batch, n), dtype=np.int64), np.zeros(batch, dtype=np.int64)
+    budget = np.full(batch, gamma, dtype=np.float32)
+    picked, waits = np.zeros((batch, n), dtype=bool), np.full(batch, -1, dtype=np.int64)
+    rows = np.arange(batch)
+    while rows.size:
+        walk(rows, in_order, n_masked, np.float32(lam), reader.ranked_mi, reader.frontier, reader.ranked_bound,
+             step, budget, taken, count, picked, waits, STEP)
+        rows = rows[waits[rows] >= 0]
+        for frontier in np.unique(waits[rows]).tolist():
+            reader.extend(rows[waits[rows] == frontier], frontier)
+    pick = np.zeros((batch, n), dtype=bool)
+    np.put_along_axis(pick, order, picked, 1)
+    return torch.from_numpy(pick)
+
+
+@njit(cache=True)
+def walk(rows, in_order, n_masked, lam, ranked_mi, frontier, bound, step, budget, taken, count, picked, waits,
+         ranks_per_step):
+    """Walk ``rows`` of the greedy rule in rank space (float32 throughout, as greedy_select) until
+    each is decided (waits -1) or needs MI past its frontier (frontier[b] * ranks_per_step ranks;
+    waits = the frontier it needs moved)."""
+    zero = np.float32(0)
+    for b in rows:
+        waits[b] = -1
+        t = step[b]
+        while t < n_masked[b]:
+            entropy = in_order[b, t]
+            if t > 0 and not entropy <= budget[b]:
+                break                                        # nothing later fits
+            penalty = zero
+            if t > 0 and count[b] > 0:
+                if t >= frontier[b] * ranks_per_step:
+                    waits[b] = frontier[b]
+                    break
+                for k in range(count[b]):                    # max(MI, 0) of each taken position, in order
+                    j = taken[b, k]
+                    mi = min(ranked_mi[b, j, t], min(bound[b, j], bound[b, t]))
+                    penalty += mi if mi > zero else zero
+            cost = entropy + lam * penalty
+            if t == 0 or cost <= budget[b]:
+                left = budget[b] - cost
+                budget[b] = left if left > zero else zero
+                picked[b, t] = True
+                if t + 1 < n_masked[b] and budget[b] > zero and in_order[b, t + 1] <= budget[b]:
+                    taken[b, count[b]] = t                   # its MI enters later candidates' cost
+                    count[b] += 1
+            t += 1
+        step[b] = t

@@ -12,7 +12,7 @@ from bench.device import helper_device, run_helper
 from bench.errors import BenchError
 from bench.registry import register_strategy
 from strategies.mi.estimator import FILE_NAME, WholeMatrix, load_estimator
-from strategies.mi.greedy import greedy_select
+from strategies.mi.greedy import greedy_select, greedy_select_ranked
 
 
 def check_budget(gamma, lam):
@@ -72,6 +72,10 @@ class MIGuided(Strategy):
         return result
 
     def select(self, state):
+        if self.lam == 0:   # the penalty is 0 whatever MI is: nothing of the estimator is read
+            return greedy_select(state.entropy, state.masked, self.gamma, self.lam, mi_row=None)
         # the rule reads MI only between positions it can take: those whose entropy fits the budget
         reader = self.reader(state, state.masked & (state.entropy <= self.gamma))
-        return self.checked(reader, greedy_select(state.entropy, state.masked, self.gamma, self.lam, reader.rows))
+        if not hasattr(reader, "extend"):
+            return self.checked(reader, greedy_select(state.entropy, state.masked, self.gamma, self.lam, reader.rows))
+        return self.checked(reader, greedy_select_ranked(state.entropy, state.masked, self.gamma, self.lam, reader))
