@@ -60,3 +60,23 @@ def test_split_keeps_reference_clusters_out_of_training():
     assert not {a for a, _ in split.reference_a} & {a for a, _ in split.reference_b}
     assert read_fasta(REFERENCE_A).names == [a for a, _ in split.reference_a]  # committed = regenerated
     assert read_fasta(REFERENCE_B).sequences == [s for _, s in split.reference_b]
+
+
+def test_kmer_matrix_holds_each_sequences_distinct_kmers_and_nothing_across_sequences():
+    """The vectorised k-mer index against a plain loop: every window of k letters inside one
+    sequence, coded sum_j index(letter j) 20^j, once per sequence; none spanning two sequences."""
+    from tasks.protein.fasta import AMINO_ACIDS
+    from tasks.protein.metrics import INDEX, kmer_matrix
+    rng = np.random.default_rng(0)
+    sequences = ["".join(rng.choice(list(AMINO_ACIDS), size=n)) for n in rng.integers(0, 40, size=60)]
+    sequences += ["AAAAAAAAAA", "ACDEF", "ACDE", "", "ACDEFACDEF"]
+    for k in (1, 3, 5):
+        matrix = kmer_matrix(sequences, k)
+        assert matrix.shape == (len(sequences), 20 ** k)
+        for row, s in enumerate(sequences):
+            expected = sorted({sum(INDEX[c] * 20 ** j for j, c in enumerate(s[i:i + k]))
+                               for i in range(len(s) - k + 1)})
+            assert matrix.indices[matrix.indptr[row]:matrix.indptr[row + 1]].tolist() == expected
+        assert (matrix.data == 1).all()
+    with pytest.raises(KeyError, match="XZ"):
+        kmer_matrix(["ACDXZ"])

@@ -17,6 +17,8 @@ from bench.paired import jsd_bits, stat_w1, window_jsd
 from tasks.protein.fasta import AMINO_ACIDS
 
 INDEX = {aa: i for i, aa in enumerate(AMINO_ACIDS)}
+LETTER_CODES = np.full(256, -1, dtype=np.int64)                    # byte -> amino-acid index, -1 elsewhere
+LETTER_CODES[[ord(aa) for aa in AMINO_ACIDS]] = np.arange(len(AMINO_ACIDS))
 DIPEPTIDES = {a + b: i for i, (a, b) in enumerate(itertools.product(AMINO_ACIDS, repeat=2))}
 WINDOW = 20          # residues per window of the headline: local order and per-sequence composition both show
 LOW_COMPLEXITY = (12, 2.2)   # SEG's trigger window and entropy (bits): below it a window is low-complexity
@@ -92,13 +94,23 @@ def position_jsd(profiles, reference_profile):
 
 
 def kmer_matrix(sequences, k=IDENTITY_K):
-    """Sparse [n, 20^k] 0/1 presence of each sequence's distinct k-mers."""
-    rows, cols = [], []
-    for row, s in enumerate(sequences):
-        codes = {sum(INDEX[c] * 20 ** j for j, c in enumerate(s[i:i + k])) for i in range(len(s) - k + 1)}
-        rows += [row] * len(codes)
-        cols += sorted(codes)
-    return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(sequences), 20 ** k))
+    """Sparse [n, 20^k] 0/1 presence of each sequence's distinct k-mers; a k-mer's code is
+    sum_j index(letter j) 20^j. All sequences at once: codes of the concatenation, those that
+    cross from one sequence into the next dropped, duplicates within a sequence merged."""
+    lengths = np.array([len(s) for s in sequences], dtype=np.int64)
+    letters = LETTER_CODES[np.frombuffer("".join(sequences).encode("latin-1"), dtype=np.uint8)]
+    if (letters < 0).any():
+        bad = sorted({c for s in sequences for c in s} - set(INDEX))
+        raise KeyError(f"not an amino-acid letter: {''.join(bad)!r}")
+    count = max(len(letters) - k + 1, 0)
+    codes = sum(letters[j:j + count] * 20 ** j for j in range(k))                       # [count] every window
+    starts = np.cumsum(lengths) - lengths                                                # each sequence's first letter
+    row = np.repeat(np.arange(len(sequences)), lengths)[:count]
+    inside = np.arange(count) + k <= (starts + lengths)[row]                             # the window ends in its sequence
+    keys = np.sort(row[inside] * 20 ** k + codes[inside])                                # by row, then code
+    keys = keys[np.append(True, keys[1:] != keys[:-1])[:len(keys)]]                      # distinct (np.unique hashes: slower)
+    indptr = np.searchsorted(keys // 20 ** k, np.arange(len(sequences) + 1))             # keys are sorted by row
+    return sparse.csr_matrix((np.ones(len(keys)), keys % 20 ** k, indptr), shape=(len(sequences), 20 ** k))
 
 
 def containment(left, right):
