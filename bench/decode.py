@@ -79,7 +79,8 @@ def decode(model, tokens, masked, strategy, temperature=0.0, seed=0, index=None)
             raise BenchError(f"the model returned non-finite logits at pass {step}")
         pick = strategy.select(state)
         check_pick(pick, state.masked, strategy.name, step)
-        aux[active] += state.aux_passes  # counted apart from decoding passes
+        if "aux_passes" in vars(state):   # a strategy that spent passes (an oracle's probes) made it
+            aux[active] += state.aux_passes  # counted apart from decoding passes
         tokens[active], drawn_log_q = fill_values(state.tokens, state.out, pick, model.value_tokens, temperature,
                                                   rows, step)
         log_q[active] += drawn_log_q

@@ -7,12 +7,22 @@ from tasks.protein.task import ProteinTask
 from tasks.sudoku.task import SudokuTask
 
 
+@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
+def threads(request):
+    """Protein's rows per call grow with torch's threads: check at 1 and 2."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize("task_class", [SudokuTask, ProteinTask])
-def test_chunked_forward_passes_are_bit_identical_to_one_call(task_class):
+def test_chunked_forward_passes_are_bit_identical_to_one_call(task_class, threads):
     task = task_class()
     model = task.load_model()
     eval_set = task.eval_set(None, 0)
-    n = 2 * model.chunk_rows + 5   # two full chunks and a short one
+    chunk = model.rows_per_call() if hasattr(model, "rows_per_call") else model.chunk_rows
+    n = 2 * chunk + 5   # two full chunks and a short one
     generator = torch.Generator().manual_seed(0)
     tokens, start = eval_set.tokens[:n].clone(), eval_set.masked[:n]
     masked = start & (torch.rand(start.shape, generator=generator) < 0.6)   # partly revealed states
@@ -21,5 +31,5 @@ def test_chunked_forward_passes_are_bit_identical_to_one_call(task_class):
     chunked = model(tokens, masked)
     whole = model.forward(tokens, masked)   # one call on every row
     assert torch.equal(chunked.logits, whole.logits) and torch.equal(chunked.hidden, whole.hidden)
-    rows = torch.tensor([n - 1, 3, model.chunk_rows])   # any rows alone: what the decode loop's active rows are
+    rows = torch.tensor([n - 1, 3, chunk])   # any rows alone: what the decode loop's active rows are
     assert torch.equal(model(tokens[rows], masked[rows]).logits, whole.logits[rows])

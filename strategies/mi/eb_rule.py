@@ -62,7 +62,7 @@ class MIEBRule(MIGuided):
         """[B, N] ``prefix_pair_mi`` of the estimator's MI, computed between the first ranks only
         (as many as a row has candidates in ``need``); past them a row's prefix never fits, and
         the sums there repeat the last one."""
-        reader = self.reader(state, need)
+        reader = self.reader(state, need, order)
         if not hasattr(reader, "prefix"):
             return prefix_pair_mi(self.checked(reader, reader.matrix()).clamp_min(0), order)
         n = need.shape[1]

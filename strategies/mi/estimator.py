@@ -78,13 +78,13 @@ class MIEstimator(nn.Module):
         x = torch.cat([hidden.float(), probs.float(), entropy[:, None], masked[:, None].float()], -1)  # [M, W]
         if 0 < count < MIN_ROWS:
             x = torch.cat([x, x[:1].expand(MIN_ROWS - count, -1)])
-        q, k = self.features(x)[:count].view(count, 2, -1).unbind(1)                       # [M, K*d]
-        q = q * (self.head_weight.repeat_interleave(self.cfg.d_head) / (2 * self.cfg.d_head ** 0.5))
-        return torch.cat([q, k], -1)
+        features = self.features(x)[:count]                                                # [M, 2Kd] = [q, k]
+        features[:, :width // 2] *= self.head_weight.repeat_interleave(self.cfg.d_head) / (2 * self.cfg.d_head ** 0.5)
+        return features
 
-    def reader(self, hidden, probs, entropy, masked, need=None):
+    def reader(self, hidden, probs, entropy, masked, need=None, order=None):
         """A ``PairReader``: MI_hat of the state, computed as far as it is read."""
-        return PairReader(self, hidden, probs, entropy, masked, need)
+        return PairReader(self, hidden, probs, entropy, masked, need, order)
 
 
 MIN_ROWS = 128   # rows per feature product, at least (see position_features)
@@ -109,16 +109,19 @@ class PairReader:
         hidden, probs, masked: as for ``forward``.
         entropy: [B, N] entr(probs).sum(-1), as ``forward`` computes it (StepState.entropy).
         need: [B, N] bool, the positions whose MI may be read (default: the masked ones).
+        order: [B, N] ``rank_masked(-entropy, masked)``'s order where already made.
     """
 
-    def __init__(self, network, hidden, probs, entropy, masked, need=None):
+    def __init__(self, network, hidden, probs, entropy, masked, need=None, order=None):
         self.network, self.back = network, hidden.device
         device = next(network.parameters()).device
         self.hidden, self.probs, self.entropy, self.masked = (t.to(device) for t in (hidden, probs, entropy, masked))
         self.need_np = (self.masked if need is None else need).cpu().numpy()
         batch, n = masked.shape
-        score = (-self.entropy).masked_fill(~self.masked, float("-inf"))
-        self.order = torch.sort(score, dim=1, descending=True, stable=True).indices        # [B, N] by rank
+        if order is None:                           # rank_masked(-entropy, masked): ascending entropy, masked first
+            score = (-self.entropy).masked_fill(~self.masked, float("-inf"))
+            order = torch.sort(score, dim=1, descending=True, stable=True).indices
+        self.order = order.to(device)                                                     # [B, N] by rank
         self.order_np = self.order.cpu().numpy()
         blocks = -(-n // BLOCK)
         self.ranked_bound = np.zeros((batch, blocks * BLOCK), dtype=np.float32)             # by rank, 0 where unmasked

@@ -90,7 +90,7 @@ def greedy_select(entropy, masked, gamma, lam, mi_row, mi_back=None, read_ahead=
     return torch.from_numpy(pick)
 
 
-def greedy_select_ranked(entropy, masked, gamma, lam, reader):
+def greedy_select_ranked(masked, gamma, lam, reader):
     """``greedy_select`` (read_ahead, no ``mi_back``) on a PairReader: bool [B, N], the same picks.
 
     Each row is walked in numba until it is decided or its next candidate lies past the part of
@@ -98,7 +98,7 @@ def greedy_select_ranked(entropy, masked, gamma, lam, reader):
     the frontier of every row waiting, and the walk goes on from where it stopped."""
     batch, n = masked.shape
     order = reader.order_np                                  # rank_masked(-entropy, masked)'s order
-    in_order = np.take_along_axis(entropy.float().numpy(), order, 1)
+    in_order = reader.ranked_bound                           # the entropies in that order (0 past the masked)
     n_masked = masked.sum(1).numpy()
     step, taken, count = np.zeros(batch, dtype=np.int64), np.zeros((batch, n), dtype=np.int64), np.zeros(batch, dtype=np.int64)
     budget = np.full(batch, gamma, dtype=np.float32)

@@ -52,17 +52,18 @@ class MIGuided(Strategy):
         reader = self.reader(state, need)
         return self.checked(reader, reader.matrix())
 
-    def reader(self, state, need=None):
+    def reader(self, state, need=None, order=None):
         """The estimator's MI of the state as a PairReader (computed as far as it is read, on the
         model's device), exact between the positions ``need`` (default: the masked ones); a
-        one-line error when unbound. A network without ``reader`` gives the whole matrix."""
+        one-line error when unbound. A network without ``reader`` gives the whole matrix.
+        ``order``: rank_masked(-entropy, masked)'s order, where the caller has it already."""
         if self.network is None:
             raise BenchError(f"strategy {self.name} has no estimator loaded (bind(task, model) was not called)")
         if not hasattr(self.network, "reader"):
             inputs = (state.out.hidden, state.probs, state.masked)
             return WholeMatrix(run_helper(self.network, *inputs) if isinstance(self.network, torch.nn.Module)
                                else self.network(*inputs))
-        return self.network.reader(state.out.hidden, state.probs, state.entropy, state.masked, need)
+        return self.network.reader(state.out.hidden, state.probs, state.entropy, state.masked, need, order)
 
     def checked(self, reader, result):
         """``result``, or a one-line error where the estimator gave a non-finite number."""
@@ -78,4 +79,4 @@ class MIGuided(Strategy):
         reader = self.reader(state, state.masked & (state.entropy <= self.gamma))
         if not hasattr(reader, "extend"):
             return self.checked(reader, greedy_select(state.entropy, state.masked, self.gamma, self.lam, reader.rows))
-        return self.checked(reader, greedy_select_ranked(state.entropy, state.masked, self.gamma, self.lam, reader))
+        return self.checked(reader, greedy_select_ranked(state.masked, self.gamma, self.lam, reader))
