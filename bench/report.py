@@ -1,4 +1,5 @@
 """`bench report`: Pareto plots and tables drawn from result files only (never runs a model)."""
+import os
 import zlib
 from collections import Counter
 from dataclasses import dataclass
@@ -276,7 +277,9 @@ def write_ablations(verdicts, out_dir):
 
 def report(results_dir, out_dir, docs_root=None):
     """Figures (both sizes) and tables per task from the result files under ``results_dir``; then
-    the report tables quoted in the .md files under ``docs_root`` are rewritten."""
+    the report tables quoted in the .md files under ``docs_root`` are rewritten. PDFs carry no
+    creation date (SOURCE_DATE_EPOCH 0 unless set), so unchanged results give the same bytes."""
+    os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
     groups = task_groups(results_dir)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     for task, (group, left_out, verdicts) in groups.items():

@@ -145,3 +145,14 @@ def test_error_bars_of_an_interval_beside_its_value_are_drawn_from_the_value():
     runs = [{"metrics": [{"name": "window_jsd", "value": 0.010, "ci_low": 0.000, "ci_high": 0.008}]}]
     values, (below, above) = error_bars(runs, "window_jsd")
     assert values == [0.010] and below == [pytest.approx(0.010)] and above == [0.0]
+
+
+def test_a_report_of_unchanged_results_writes_the_same_bytes(drawn, tmp_path):
+    """PDFs carry no creation date, so regenerating reports changes no committed file."""
+    results = tmp_path / "results"
+    results.mkdir()
+    for i, r in enumerate(RUNS):
+        (results / f"run{i}.json").write_text(json.dumps(r))
+    report(results, tmp_path / "again")
+    for name in ("pareto_sudoku.pdf", "pareto_sudoku_1col.pdf", "pareto_sudoku.png"):
+        assert (tmp_path / "again" / name).read_bytes() == (drawn / name).read_bytes(), name
