@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from bench.checkpoints import load_helper, save_atomic, with_weights
+from strategies.ordering import rank_masked
 
 SCALE = 0.01  # nats; the training loss compares log1p(MI / SCALE)
 FILE_NAME = "mi_estimator.pt"
@@ -60,11 +61,7 @@ class MIEstimator(nn.Module):
     def forward(self, hidden, probs, masked):
         entropy = torch.special.entr(probs.float()).sum(-1)                                # [B, N]
         bounded = entropy * masked                                                         # 0 where unmasked
-        bound = torch.minimum(bounded[:, :, None], bounded[:, None, :])                    # [B, N, N]
-        # SCALE * expm1(softplus(s)) == SCALE * exp(s): the bias absorbs log(SCALE)
-        mi = torch.minimum(torch.exp(self.scores(hidden, probs, entropy, masked)), bound)
-        mi.diagonal(dim1=1, dim2=2).zero_()
-        return mi
+        return bounded_mi(self.scores(hidden, probs, entropy, masked), bounded)
 
     def position_features(self, hidden, probs, entropy, masked):
         """[M, 2Kd] float32: the (q, k) features of M positions (hidden [M, D], probs [M, V],
@@ -85,6 +82,15 @@ class MIEstimator(nn.Module):
     def reader(self, hidden, probs, entropy, masked, need=None, order=None):
         """A ``PairReader``: MI_hat of the state, computed as far as it is read."""
         return PairReader(self, hidden, probs, entropy, masked, need, order)
+
+
+def bounded_mi(scores, bounded):
+    """[B, P, P] MI_hat from pair scores: min(exp(s_ij), H_i, H_j) with ``bounded`` [B, P] the
+    entropies (0 where unmasked), 0 on the diagonal. SCALE * expm1(softplus(s)) == SCALE * exp(s):
+    the bias absorbs log(SCALE)."""
+    mi = torch.minimum(torch.exp(scores), torch.minimum(bounded[:, :, None], bounded[:, None, :]))
+    mi.diagonal(dim1=1, dim2=2).zero_()
+    return mi
 
 
 MIN_ROWS = 128   # rows per feature product, at least (see position_features)
@@ -118,9 +124,8 @@ class PairReader:
         self.hidden, self.probs, self.entropy, self.masked = (t.to(device) for t in (hidden, probs, entropy, masked))
         self.need_np = (self.masked if need is None else need).cpu().numpy()
         batch, n = masked.shape
-        if order is None:                           # rank_masked(-entropy, masked): ascending entropy, masked first
-            score = (-self.entropy).masked_fill(~self.masked, float("-inf"))
-            order = torch.sort(score, dim=1, descending=True, stable=True).indices
+        if order is None:                           # ascending entropy, masked first
+            order, _ = rank_masked(-entropy, masked)
         self.order = order.to(device)                                                     # [B, N] by rank
         self.order_np = self.order.cpu().numpy()
         blocks = -(-n // BLOCK)
@@ -204,9 +209,7 @@ class PairReader:
                                    lhs.roll(half, -1).transpose(1, 2))
         bounded = torch.from_numpy(self.ranked_bound[:, :blocks * BLOCK]).to(scores.device)
         self.finite &= bool(torch.isfinite(scores).all())
-        mi = torch.minimum(torch.exp(scores), torch.minimum(bounded[:, :, None], bounded[:, None, :]))
-        mi.diagonal(dim1=1, dim2=2).zero_()
-        return mi.to(self.back)
+        return bounded_mi(scores, bounded).to(self.back)
 
     def matrix(self):
         """[B, N, N] MI_hat of every pair (features at the ``need`` positions): ``forward``'s result there."""
@@ -222,9 +225,7 @@ class PairReader:
             scores = torch.baddbmm(self.network.bias.expand(batch, n, n), left, left.roll(half, -1).transpose(1, 2))
         self.finite &= bool(torch.isfinite(scores).all())
         bounded = self.entropy * self.masked
-        mi = torch.minimum(torch.exp(scores), torch.minimum(bounded[:, :, None], bounded[:, None, :]))
-        mi.diagonal(dim1=1, dim2=2).zero_()
-        return mi.to(self.back)
+        return bounded_mi(scores, bounded).to(self.back)
 
 
 class WholeMatrix:
