@@ -1,3 +1,3 @@
-from bench.cli import main
+from bench.cli import program
 
-raise SystemExit(main())
+raise SystemExit(program())

@@ -1,10 +1,13 @@
 """Files besides results: weights (atomic writes, clear errors, a content hash as identity),
 input text files (one-line errors for binary or non-UTF-8 data), the cache folder."""
+import functools
 import hashlib
 import os
 import uuid
+import zipfile
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from bench.errors import BenchError
@@ -63,8 +66,40 @@ def read_text_file(path, what):
 
 
 def file_id(path):
-    """First 12 hex digits of the file's SHA-256: the identity results record."""
+    """First 12 hex digits of the file's SHA-256: the identity results record. Hashed once per
+    process while the file's size and modification time stay the same."""
+    stat = Path(path).stat()
+    return _content_id(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _content_id(path, size, mtime_ns):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+
+
+def cached_arrays(name, depends_on, make):
+    """``make()`` (a dict of numpy arrays), kept in ``<cache>/<name>-KEY.npz`` where KEY hashes the
+    files it ``depends_on`` (its data and the code that derives it): a later process reads the
+    arrays back instead of making them again. A damaged file is made again; a read-only cache
+    costs the time only."""
+    key = hashlib.sha256(" ".join(file_id(path) for path in depends_on).encode()).hexdigest()[:16]
+    path = cache_dir() / f"{name}-{key}.npz"
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            return {field: stored[field] for field in stored.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+        pass    # absent or damaged: made again below
+    arrays = make()
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp.npz")  # writers may race
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(tmp, **arrays)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    return arrays
 
 
 def build_from_payload(payload, build, what, path, how_to_make):

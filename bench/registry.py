@@ -82,12 +82,15 @@ def load_plugins(only=None):
     """Import every module of the plugin packages (each registers what it defines) but the
     report sections, or with ``only`` just the modules of that name: ``cli`` (subcommands, for the
     parser) or ``figures`` (report sections: only `bench report` loads them, which keeps
-    matplotlib out of every other command); package ``__init__`` files stay light. Idempotent."""
+    matplotlib out of every other command); package ``__init__`` files stay light, and private
+    modules (``_name``) are left to load when used. Idempotent."""
     extra = [name.strip() for name in os.environ.get("UNMASK_BENCH_PLUGINS", "").split(",") if name.strip()]
     for package_name in PLUGIN_PACKAGES + tuple(extra):
         package = import_plugin(package_name)
         for module in pkgutil.walk_packages(getattr(package, "__path__", []), package_name + "."):
             leaf = module.name.rsplit(".", 1)[-1]
+            if leaf.startswith("_"):      # private helpers register nothing; they load when used
+                continue
             if leaf == only or (only is None and leaf != "figures"):
                 importlib.import_module(module.name)
 

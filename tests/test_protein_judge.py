@@ -83,3 +83,20 @@ def test_real_judge_prefers_natural_sequences_to_shuffled_ones():
     judge = UniRepJudge()
     ppl = [np.exp(np.concatenate(judge.residue_nll(group)).mean()) for group in (natural, shuffled)]
     assert ppl[0] < 16.5 < ppl[1] < 20
+
+
+def test_the_normalised_weights_are_kept_in_the_cache_and_a_damaged_copy_is_made_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("UNMASK_BENCH_CACHE", str(tmp_path / "cache"))
+    tiny_unirep(tmp_path / "u.npz")
+    sequences = ["MKV", "ACDEFGHIKLMNPQRSTVWY"]
+    fresh = UniRepJudge(tmp_path / "u.npz").residue_nll(sequences)
+    (kept,) = (tmp_path / "cache" / "protein").glob("unirep-normalised-*.npz")
+    monkeypatch.setattr(UniRepJudge, "_read_weights", lambda *args: pytest.fail("normalised again"))
+    for got, want in zip(UniRepJudge(tmp_path / "u.npz").residue_nll(sequences), fresh):
+        assert np.array_equal(got, want)                     # read back: the same arrays, bit for bit
+    kept.write_bytes(kept.read_bytes()[:100])
+    monkeypatch.undo()
+    monkeypatch.setenv("UNMASK_BENCH_CACHE", str(tmp_path / "cache"))
+    for got, want in zip(UniRepJudge(tmp_path / "u.npz").residue_nll(sequences), fresh):
+        assert np.array_equal(got, want)
+    assert kept.stat().st_size > 100                         # made and written again

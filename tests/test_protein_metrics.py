@@ -80,3 +80,18 @@ def test_kmer_matrix_holds_each_sequences_distinct_kmers_and_nothing_across_sequ
         assert (matrix.data == 1).all()
     with pytest.raises(KeyError, match="XZ"):
         kmer_matrix(["ACDXZ"])
+
+
+def test_the_training_kmer_index_is_kept_in_the_cache_and_read_back_unchanged(tmp_path, monkeypatch):
+    from tasks.protein import metrics, split
+    monkeypatch.setenv("UNMASK_BENCH_CACHE", str(tmp_path))
+    metrics.training_kmers.cache_clear()
+    expected = metrics.kmer_matrix([s for _, s in split.make_split().train])
+    made = metrics.training_kmers()
+    metrics.training_kmers.cache_clear()
+    monkeypatch.setattr(split, "make_split", lambda: pytest.fail("split again"))
+    read = metrics.training_kmers()
+    metrics.training_kmers.cache_clear()
+    for matrix in (made, read):
+        assert matrix.shape == expected.shape and (matrix != expected).nnz == 0
+        assert matrix.dtype == expected.dtype and matrix.has_sorted_indices

@@ -36,13 +36,32 @@ def test_model_gives_amino_acid_logits_and_hidden_states(tiny_checkpoint):
     assert model.meta == {"note": "tiny"}
 
 
+def esm_esmc(d_model, n_heads, n_layers):
+    """esm's own ESMC module (the class published weights are saved from)."""
+    from esm.models.esmc import ESMC
+    from esm.tokenization import get_esmc_model_tokenizers
+    return ESMC(d_model=d_model, n_heads=n_heads, n_layers=n_layers, tokenizer=get_esmc_model_tokenizers(),
+                use_flash_attn=False)
+
+
 @pytest.fixture
 def tiny_published(monkeypatch):
-    """Register a tiny 'published' ESM-C whose weights are a plain state dict, like esmc_300m's."""
+    """Register a tiny 'published' ESM-C: esm's ESMC module, its weights a plain state dict like esmc_300m's."""
     monkeypatch.setitem(protein_model.PUBLISHED, "esmc_tiny",
                         (64, 4, 2, "EvolutionaryScale/esmc-tiny", "data/weights/esmc_tiny_v0.pth"))
     torch.manual_seed(1)
-    return build_esmc(**TINY)
+    return esm_esmc(**TINY)
+
+
+def test_the_network_computes_what_esms_esmc_computes_bit_for_bit(tiny_published):
+    ours = build_esmc(**TINY).eval()
+    ours.load_state_dict(tiny_published.state_dict())    # strict: the same module names
+    tokens, residue = encode(["MKV" * 20, "ACDEFGHIKLMNPQRSTVWY" * 2])
+    tokens = tokens.masked_fill(residue & (torch.arange(tokens.shape[1]) % 3 == 0), protein_model.MASK_ID)
+    with torch.inference_mode():
+        expected = tiny_published.eval()(sequence_tokens=tokens)
+        logits, hidden = ours(tokens)
+    assert torch.equal(logits, expected.sequence_logits) and torch.equal(hidden, expected.hidden_states)
 
 
 def test_published_weights_load_from_a_local_folder(tmp_path, monkeypatch, tiny_published):
@@ -97,12 +116,26 @@ def test_lengths_follow_the_reference_and_the_seed():
     assert not torch.equal(lengths, task.eval_set(seed=1).masked.sum(1))
 
 
-def test_the_written_out_token_ids_are_esms_and_importing_the_task_imports_no_esm():
+def test_the_written_out_token_ids_are_those_of_esms_tokenizer_and_importing_the_task_imports_no_esm():
     import subprocess
     import sys
-    tokens = protein_model.tokenizer()   # checks the ids written in tasks/protein/model.py
-    assert tokens.mask_token_id == protein_model.MASK_ID and tokens.pad_token_id == protein_model.PAD_ID
+
+    from esm.tokenization import get_esmc_model_tokenizers
+    tokens = get_esmc_model_tokenizers()
+    assert (tokens.mask_token_id, tokens.pad_token_id, tokens.cls_token_id, tokens.eos_token_id) == (
+        protein_model.MASK_ID, protein_model.PAD_ID, protein_model.BOS_ID, protein_model.EOS_ID)
+    assert [tokens.convert_tokens_to_ids(aa) for aa in "ACDEFGHIKLMNPQRSTVWY"] == protein_model.AA_IDS.tolist()
     code = "import sys; import tasks.protein.task; print('esm' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             cwd=__import__("conftest").ROOT)
     assert result.stdout.strip() == "False"
+
+
+def test_a_vocabulary_numbered_otherwise_is_a_one_line_error():
+    from esm.utils.constants.esm3 import SEQUENCE_VOCAB
+    protein_model.check_token_ids(SEQUENCE_VOCAB)
+    swapped = list(SEQUENCE_VOCAB)
+    swapped[4], swapped[5] = swapped[5], swapped[4]            # L and A trade ids
+    with pytest.raises(BenchError, match="esm==3.2.1") as err:
+        protein_model.check_token_ids(swapped)
+    assert "\n" not in str(err.value)

@@ -6,7 +6,6 @@ Two kinds of checkpoint:
 - published ESM-C (`--model esmc_300m` / `esmc_600m`): the plain state dict the `esm` package
   downloads, found offline in $UNMASK_BENCH_ESMC_DIR or the local Hugging Face cache.
 """
-import functools
 import os
 from pathlib import Path
 
@@ -28,28 +27,47 @@ PUBLISHED = {
 
 
 # ESM-C's token ids (its sequence vocabulary in esm 3.2.1), written out so that importing the task
-# does not import esm (1.7 s, even for a Sudoku run); ``tokenizer()`` checks them against esm's.
+# does not import esm (even for a Sudoku run); ``check_token_ids`` checks them against esm's vocabulary.
 MASK_ID, PAD_ID, BOS_ID, EOS_ID = 32, 1, 0, 2
 AA_IDS = torch.tensor([5, 23, 13, 9, 18, 6, 21, 12, 15, 4, 20, 17, 14, 16, 10, 8, 11, 7, 22, 19])  # [20] ESM ids of ACDEF...
 
 
-@functools.lru_cache(maxsize=1)
-def tokenizer():
-    """ESM-C's sequence tokenizer, built once and only when a model is (it imports esm); a one-line
-    error if its ids are not the ones above."""
-    from esm.tokenization import get_esmc_model_tokenizers
-    tokens = get_esmc_model_tokenizers()
-    found = (tokens.mask_token_id, tokens.pad_token_id, tokens.cls_token_id, tokens.eos_token_id,
-             [tokens.convert_tokens_to_ids(aa) for aa in AMINO_ACIDS])
-    if found != (MASK_ID, PAD_ID, BOS_ID, EOS_ID, AA_IDS.tolist()):
+def check_token_ids(vocabulary):
+    """A one-line error unless ``vocabulary`` (esm's SEQUENCE_VOCAB: token by id, which ESM-C's
+    tokenizer is built from) gives the ids above."""
+    found = [vocabulary.index(token) if token in vocabulary else None
+             for token in ("<mask>", "<pad>", "<cls>", "<eos>", *AMINO_ACIDS)]
+    if found != [MASK_ID, PAD_ID, BOS_ID, EOS_ID, *AA_IDS.tolist()]:
         raise BenchError("the installed esm package numbers ESM-C's tokens otherwise than esm 3.2.1, which "
                          "this task's ids follow (tasks/protein/model.py); install esm==3.2.1")
-    return tokens
+
+
+class ESMCNetwork(torch.nn.Module):
+    """ESM-C's network: the modules of ``esm.models.esmc.ESMC`` (esm's embedding, TransformerStack
+    and RegressionHead, under the same names, so the same state dicts load) and its forward
+    without flash attention. Not ESMC itself: that module imports esm's inference-client API
+    (esm.sdk, 1 s at every start); tests/test_protein_task.py checks the outputs are ESMC's, bit
+    for bit."""
+
+    def __init__(self, d_model, n_heads, n_layers):
+        from esm.layers.regression_head import RegressionHead
+        from esm.layers.transformer_stack import TransformerStack
+        from esm.utils.constants.esm3 import SEQUENCE_VOCAB
+        super().__init__()
+        check_token_ids(SEQUENCE_VOCAB)
+        self.embed = torch.nn.Embedding(64, d_model)
+        self.transformer = TransformerStack(d_model, n_heads, None, n_layers, n_layers_geom=0, use_flash_attn=False)
+        self.sequence_head = RegressionHead(d_model, 64)
+
+    def forward(self, sequence_tokens):
+        """(logits [B, L, 64], hidden states [n_layers, B, L, d_model]), as ESMC's sequence_logits
+        and hidden_states."""
+        x, _, hiddens = self.transformer(self.embed(sequence_tokens), sequence_id=sequence_tokens != PAD_ID)
+        return self.sequence_head(x), torch.stack(hiddens, dim=0)
 
 
 def build_esmc(d_model, n_heads, n_layers):
-    from esm.models.esmc import ESMC
-    return ESMC(d_model=d_model, n_heads=n_heads, n_layers=n_layers, tokenizer=tokenizer(), use_flash_attn=False)
+    return ESMCNetwork(d_model=d_model, n_heads=n_heads, n_layers=n_layers)
 
 
 class ProteinModel(MaskedModel):
@@ -75,9 +93,8 @@ class ProteinModel(MaskedModel):
         return self.chunk_rows * torch.get_num_threads()
 
     def forward(self, tokens, masked):
-        out = self.network(sequence_tokens=tokens.masked_fill(masked, MASK_ID))
-        return ModelOutput(logits=out.sequence_logits[..., self.value_tokens].float(),
-                           hidden=out.hidden_states[self.hidden_layer].float())
+        logits, hidden = self.network(tokens.masked_fill(masked, MASK_ID))
+        return ModelOutput(logits=logits[..., self.value_tokens].float(), hidden=hidden[self.hidden_layer].float())
 
     def to(self, device):
         """Move the network (and value ids) to ``device``; returns self."""

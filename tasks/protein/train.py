@@ -58,7 +58,7 @@ def masked_loss(network, tokens, residue, masked):
     device = next(network.parameters()).device
     tokens, masked = tokens.to(device), masked.to(device)
     with selected().autocast():
-        logits = network(sequence_tokens=tokens.masked_fill(masked, MASK_ID)).sequence_logits[..., AA_IDS.to(device)]
+        logits = network(tokens.masked_fill(masked, MASK_ID))[0][..., AA_IDS.to(device)]
     targets = (tokens[masked][:, None] == AA_IDS.to(device)).float().argmax(1)
     return F.cross_entropy(logits[masked].float(), targets)
 
