@@ -67,13 +67,13 @@ def read_text_file(path, what):
 
 def file_id(path):
     """First 12 hex digits of the file's SHA-256: the identity results record. Hashed once per
-    process while the file's size and modification time stay the same."""
+    process while the file (inode, size, modification time) stays the same."""
     stat = Path(path).stat()
-    return _content_id(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+    return _content_id(str(Path(path).resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=256)
-def _content_id(path, size, mtime_ns):
+def _content_id(path, inode, size, mtime_ns):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
 
 

@@ -95,3 +95,16 @@ def test_the_training_kmer_index_is_kept_in_the_cache_and_read_back_unchanged(tm
     for matrix in (made, read):
         assert matrix.shape == expected.shape and (matrix != expected).nnz == 0
         assert matrix.dtype == expected.dtype and matrix.has_sorted_indices
+
+
+def test_train_identity_is_the_highest_share_of_a_sequences_kmers_in_one_training_sequence(monkeypatch):
+    from tasks.protein import metrics
+    training = ["ACDEFGHIKLMNPQ", "MKVLAAGGMKVLAA", "WWWWWWWWW", "ACDEFGHIKL"]
+    monkeypatch.setattr(metrics, "training_kmers", lambda: metrics.kmer_matrix(training))
+    sequences = ["ACDEFGHIKLMNPQRS", "MKVLAAWWWWW", "YYYYYYYY", "ACDE"]
+
+    def kmers(s):
+        return {s[i:i + metrics.IDENTITY_K] for i in range(len(s) - metrics.IDENTITY_K + 1)}
+    expected = [max(len(kmers(s) & kmers(t)) for t in training) / max(len(kmers(s)), 1) for s in sequences]
+    assert metrics.train_identity(sequences).tolist() == pytest.approx(expected, abs=1e-12)
+    assert expected[0] == 10 / 12 and expected[2] == 0 and expected[3] == 0

@@ -61,7 +61,7 @@ def test_the_network_computes_what_esms_esmc_computes_bit_for_bit(tiny_published
     with torch.inference_mode():
         expected = tiny_published.eval()(sequence_tokens=tokens)
         logits, hidden = ours(tokens)
-    assert torch.equal(logits, expected.sequence_logits) and torch.equal(hidden, expected.hidden_states)
+    assert torch.equal(logits, expected.sequence_logits) and torch.equal(torch.stack(hidden), expected.hidden_states)
 
 
 def test_published_weights_load_from_a_local_folder(tmp_path, monkeypatch, tiny_published):

@@ -145,6 +145,6 @@ def csr_arrays(matrix):
 
 def train_identity(sequences):
     """[n] highest k-mer containment of each sequence in one training sequence (novelty: low is new)."""
-    left = kmer_matrix(sequences)   # the row maximum stays sparse: a dense [n, train] product is ~1 GB
-    best = (left @ training_kmers().T).max(1).toarray().ravel()
+    left = kmer_matrix(sequences)   # the maximum stays sparse: a dense [train, n] product is ~1 GB;
+    best = (training_kmers() @ left.T).max(0).toarray().ravel()   # [train, n]: the large matrix is not transposed
     return best / np.maximum(np.asarray(left.sum(1)).ravel(), 1)

@@ -60,10 +60,11 @@ class ESMCNetwork(torch.nn.Module):
         self.sequence_head = RegressionHead(d_model, 64)
 
     def forward(self, sequence_tokens):
-        """(logits [B, L, 64], hidden states [n_layers, B, L, d_model]), as ESMC's sequence_logits
-        and hidden_states."""
+        """(logits [B, L, 64], every layer's hidden states [B, L, d_model]): ESMC's sequence_logits,
+        and its hidden_states before ESMC stacks them (a copy of every layer, ~1% of a pass, when
+        one layer is read)."""
         x, _, hiddens = self.transformer(self.embed(sequence_tokens), sequence_id=sequence_tokens != PAD_ID)
-        return self.sequence_head(x), torch.stack(hiddens, dim=0)
+        return self.sequence_head(x), hiddens
 
 
 def build_esmc(d_model, n_heads, n_layers):
@@ -93,8 +94,8 @@ class ProteinModel(MaskedModel):
         return self.chunk_rows * torch.get_num_threads()
 
     def forward(self, tokens, masked):
-        logits, hidden = self.network(tokens.masked_fill(masked, MASK_ID))
-        return ModelOutput(logits=logits[..., self.value_tokens].float(), hidden=hidden[self.hidden_layer].float())
+        logits, hiddens = self.network(tokens.masked_fill(masked, MASK_ID))
+        return ModelOutput(logits=logits[..., self.value_tokens].float(), hidden=hiddens[self.hidden_layer].float())
 
     def to(self, device):
         """Move the network (and value ids) to ``device``; returns self."""
