@@ -92,29 +92,32 @@ class UniRepJudge:
                 "wmx": _normalised(get("wmx"), get("gmx")), "wmh": _normalised(get("wmh"), get("gmh")),
                 "b": get("b")}
 
-    def _run_cell(self, cell, x):
-        """x [B, T, D] -> h [B, T, H] through one mLSTM cell from zero state."""
-        batch, steps, _ = x.shape
-        x_w, x_m = x @ cell["wx"] + cell["b"], x @ cell["wmx"]
-        h = c = np.zeros((batch, cell["wmh"].shape[0]), np.float32)
-        out = np.empty((batch, steps, h.shape[1]), np.float32)
-        for t in range(steps):
-            i, f, o, u = np.split(x_w[:, t] + (x_m[:, t] * (h @ cell["wmh"])) @ cell["wh"], 4, axis=-1)
-            c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(u)
-            h = out[:, t] = _sigmoid(o) * np.tanh(c)
-        return out
-
     def _log_probs(self, sequences):
-        """[B, L, 20] log-probabilities over the 20 amino acids, row t predicting residue t."""
+        """[B, L, 20] log-probabilities over the 20 amino acids, row t predicting residue t. The
+        cells run one residue at a time, all of them per residue: no [B, L, 4H] input projection
+        is held (hundreds of MB, whose first touch took 9 of the 12 s the judge spent on 128
+        sequences on a VM)."""
         ids = np.zeros((len(sequences), max(map(len, sequences))), np.int64)
         for row, seq in enumerate(sequences):
             ids[row, :len(seq)] = [TOKEN[a] for a in seq]
-        x = self.embedding[np.concatenate([np.full((len(sequences), 1), START), ids[:, :-1]], 1)]
-        for cell in self.cells:
-            x = self._run_cell(cell, x)
-        logits = (x @ self.head_w + self.head_b)[..., HEAD_COLUMN]
+        inputs = np.concatenate([np.full((len(sequences), 1), START), ids[:, :-1]], 1)         # [B, L]
+        states = [(np.zeros((len(sequences), cell["wmh"].shape[0]), np.float32),) * 2 for cell in self.cells]
+        logits = np.empty((len(sequences), ids.shape[1], len(HEAD_COLUMN)), np.float32)
+        for t in range(ids.shape[1]):
+            x = self.embedding[inputs[:, t]]
+            for k, cell in enumerate(self.cells):
+                states[k] = self._step(cell, x, *states[k])
+                x = states[k][0]
+            logits[:, t] = (x @ self.head_w + self.head_b)[:, HEAD_COLUMN]
         logits = logits - logits.max(-1, keepdims=True)
         return logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+
+    @staticmethod
+    def _step(cell, x, h, c):
+        """(h, c) after one residue's input x [B, D] through one mLSTM cell."""
+        i, f, o, u = np.split((x @ cell["wx"] + cell["b"]) + ((x @ cell["wmx"]) * (h @ cell["wmh"])) @ cell["wh"], 4, axis=-1)
+        c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(u)
+        return _sigmoid(o) * np.tanh(c), c
 
     def residue_nll(self, sequences, batch_size=128):
         """One float64 array per sequence: -log p(residue t | start, residues < t)."""
