@@ -146,7 +146,7 @@ def floor_key(sample, reference):
 
 
 def cached_floor(sample, reference):
-    """``summarize_sequences(sample, reference, None)`` (the judge alone takes about 15 s on 1,000
+    """``summarize_sequences(sample, reference, None)`` (the judge alone takes about 33 s on 1,000
     sequences), read from ``<cache>/protein/floor-KEY.json`` when a process computed it before
     from the same inputs (``floor_key``), else computed and written there."""
     path = cache_dir() / "protein" / f"floor-{floor_key(sample, reference)}.json"
