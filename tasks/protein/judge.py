@@ -115,7 +115,8 @@ class UniRepJudge:
     @staticmethod
     def _step(cell, x, h, c):
         """(h, c) after one residue's input x [B, D] through one mLSTM cell."""
-        i, f, o, u = np.split((x @ cell["wx"] + cell["b"]) + ((x @ cell["wmx"]) * (h @ cell["wmh"])) @ cell["wh"], 4, axis=-1)
+        multiplicative = (x @ cell["wmx"]) * (h @ cell["wmh"])
+        i, f, o, u = np.split((x @ cell["wx"] + cell["b"]) + multiplicative @ cell["wh"], 4, axis=-1)
         c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(u)
         return _sigmoid(o) * np.tanh(c), c
 
