@@ -3,7 +3,6 @@ input text files (one-line errors for binary or non-UTF-8 data), the cache folde
 import functools
 import hashlib
 import os
-import uuid
 import zipfile
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import numpy as np
 import torch
 
 from bench.errors import BenchError
+from bench.results import write_atomic
 
 
 def cache_dir():
@@ -21,14 +21,7 @@ def cache_dir():
 
 def save_atomic(path, payload):
     """torch.save to a temp file, then rename: a killed write never leaves a half file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")  # unique: writers may race
-    try:
-        torch.save(payload, tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)  # only left when the save failed
+    write_atomic(path, lambda handle: torch.save(payload, handle))
 
 
 def load_payload(path, what, how_to_make):
@@ -90,15 +83,10 @@ def cached_arrays(name, depends_on, make):
     except (OSError, ValueError, EOFError, zipfile.BadZipFile):
         pass    # absent or damaged: made again below
     arrays = make()
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp.npz")  # writers may race
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(tmp, **arrays)
-        os.replace(tmp, path)
+        write_atomic(path, lambda handle: np.savez(handle, **arrays))
     except OSError:
         pass
-    finally:
-        tmp.unlink(missing_ok=True)
     return arrays
 
 

@@ -17,21 +17,26 @@ SCHEMA_VERSION = 1
 SUMMARY_KEYS = ("task", "label", "config", "metrics")  # what makes a JSON object a run summary
 
 
-def write_text_atomic(path, text):
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``: readers
-    see the old or the new file, never half of one. The temporary name is unique to this
+def write_atomic(path, write):
+    """Call ``write(handle)`` on a new binary file beside ``path``, then rename it over ``path``:
+    readers see the old or the new file, never half of one. The temporary name is unique to this
     process and call, so concurrent writers of one path never write into each other's file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        with open(tmp, "x") as handle:
-            handle.write(text)
+        with open(tmp, "xb") as handle:
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)  # only left when the write failed
+
+
+def write_text_atomic(path, text):
+    """``text`` (UTF-8) written to ``path`` atomically (``write_atomic``)."""
+    write_atomic(path, lambda handle: handle.write(text.encode("utf-8")))
 
 
 def to_json(data, **options):

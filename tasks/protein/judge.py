@@ -73,9 +73,9 @@ class UniRepJudge:
         """The npz's arrays as the judge runs them: each cell's weights normalised (``_cell``)."""
         try:
             arrays = {k: v.astype(np.float32) for k, v in np.load(path, allow_pickle=False).items()}
-            cells = {f"cell.{i}.{name}": value for i in range(cls._n_cells(arrays))
-                     for name, value in cls._cell(arrays, i).items()}
-            return {**cells, "n_cells": np.array(cls._n_cells(arrays)), "embedding": arrays["embedding"],
+            n_cells = cls._n_cells(arrays)
+            cells = {f"cell.{i}.{name}": value for i in range(n_cells) for name, value in cls._cell(arrays, i).items()}
+            return {**cells, "n_cells": np.array(n_cells), "embedding": arrays["embedding"],
                     "dense.w": arrays["dense.w"], "dense.b": arrays["dense.b"]}
         except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
             raise BenchError(f"UniRep judge weights at {path} are not a UniRep npz ({type(err).__name__}: "

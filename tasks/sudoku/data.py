@@ -1,8 +1,6 @@
 """Sudoku data files: reading and checking puzzle CSVs, the training and test sets."""
 import csv
 import io
-import os
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,6 +8,7 @@ import numpy as np
 
 from bench.checkpoints import cache_dir, read_text_file
 from bench.errors import BenchError
+from bench.results import write_text_atomic
 from tasks.sudoku.generate import generate, grid_string
 from tasks.sudoku.solver import breaks_rules, solutions_up_to
 
@@ -118,15 +117,12 @@ def check_solutions(puzzle_set):
 
 def write_puzzles(path, puzzles, solutions):
     """Write a CSV ``puzzle,solution`` atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")  # unique: writers may race
-    with open(tmp, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["puzzle", "solution"])
-        for puzzle, solution in zip(puzzles, solutions):
-            writer.writerow([grid_string(puzzle), grid_string(solution)])
-    os.replace(tmp, path)
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(["puzzle", "solution"])
+    for puzzle, solution in zip(puzzles, solutions):
+        writer.writerow([grid_string(puzzle), grid_string(solution)])
+    write_text_atomic(path, text.getvalue())
 
 
 def training_set(size=TRAIN_SIZE, seed=TRAIN_SEED):
