@@ -10,6 +10,7 @@ import argparse
 import gc
 import sys
 
+from bench.allocator import keep_freed_memory
 from bench.errors import BenchError
 from bench.presets import DEFAULT_TASK, PRESETS, unswept
 from bench.registry import COMMANDS, STRATEGIES, TASKS, TRAINERS, load_plugins, param_help
@@ -196,7 +197,9 @@ def main(argv=None):
 def program():
     """The `bench` command: ``main()``, then the process ends. Objects moved out of the collector's
     sight are not walked at interpreter shutdown (0.4 s of every command that imported torch);
-    atexit handlers still run. (Not in ``main``: tests call it inside one long process.)"""
+    atexit handlers still run. (Not in ``main``: tests call it inside one long process.) Freed
+    memory is kept for reuse (bench.allocator)."""
+    keep_freed_memory()
     code = main()
     gc.freeze()
     return code

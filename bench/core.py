@@ -10,10 +10,20 @@ from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
+import numpy as np
 import torch
 
 from bench.errors import BenchError
 from bench.streams import Streams
+
+
+def all_finite(tensor):
+    """Whether every value of ``tensor`` is finite (no NaN or infinity). A CPU float32 or float64
+    tensor is checked by numpy: torch's isfinite makes several passes and a bool tensor, 10-20
+    times numpy's time on a pass's logits (about 0.2 ms a pass)."""
+    if tensor.device.type == "cpu" and tensor.dtype in (torch.float32, torch.float64):
+        return bool(np.isfinite(tensor.detach().numpy()).all())
+    return bool(torch.isfinite(tensor).all())
 
 
 @dataclass

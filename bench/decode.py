@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bench.core import StepState
+from bench.core import StepState, all_finite
 from bench.errors import BenchError
 from bench.streams import Streams, categorical
 
@@ -75,7 +75,7 @@ def decode(model, tokens, masked, strategy, temperature=0.0, seed=0, index=None)
             return DecodeResult(tokens, passes, time.perf_counter() - start, aux, log_q)
         rows = streams.take(active)
         state = StepState(tokens[active], masked[active], model(tokens[active], masked[active]), step, rows)
-        if not torch.isfinite(state.out.logits).all():
+        if not all_finite(state.out.logits):
             raise BenchError(f"the model returned non-finite logits at pass {step}")
         pick = strategy.select(state)
         check_pick(pick, state.masked, strategy.name, step)

@@ -26,6 +26,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.allocator import keep_freed_memory
 from bench.device import Placement, check_device_text, model_placement, place, placement, resolve_dtype
 from bench.errors import BenchError
 from bench.models import load_model
@@ -70,6 +71,7 @@ def run_cell(cell):
     """Run one cell in a Ray worker: ('done', what the device was), ('verified', note) or
     ('error', one line)."""
     os.chdir(cell["cwd"])
+    keep_freed_memory()        # as the bench command does for itself
     import torch
     torch.set_num_threads(cell["threads"])
     try:

@@ -8,7 +8,8 @@ import torch
 
 from bench.core import ModelOutput, StepState
 from strategies.mi.eb_rule import MIEBRule, prefix_pair_mi, ranked_pair_mi
-from strategies.mi.estimator import BLOCK, FILE_NAME, STEP, EstimatorConfig, MIEstimator, load_estimator
+from strategies.mi.estimator import (BLOCK, FILE_NAME, STEP, EstimatorConfig, MIEstimator, load_estimator,
+                                     ranked_order)
 from strategies.mi.greedy import greedy_select
 from strategies.mi.guided import MIGuided
 from strategies.ordering import rank_masked
@@ -182,3 +183,30 @@ def test_a_small_random_estimator_too():
             strategy.network, strategy.estimator_path = network, "random"
             expected = reference_greedy(state.entropy, masked, gamma, lam, lambda r, p: whole[r, p])
             assert torch.equal(strategy.select(state), expected), (gamma, lam)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 16])
+def test_features_of_any_few_positions_are_the_whole_batchs_bit_for_bit(threads):
+    """position_features pads its rows to a multiple of ROW_MULTIPLE: without it MKL rounds 1-3
+    rows (at 1 thread) or a few rows per thread (more threads) differently from a large product."""
+    task = ProteinTask()
+    model, state = model_states(task, 8, seed=2)
+    network = estimator_of(task, model)
+    flat = [t.reshape(-1, *t.shape[2:]) for t in (state.out.hidden, state.probs, state.entropy, state.masked)]
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with torch.inference_mode():
+            whole = network.position_features(*flat)
+            for count in range(1, 30):
+                for start in (0, 37):
+                    part = network.position_features(*(t[start:start + count] for t in flat))
+                    assert torch.equal(part, whole[start:start + count]), (count, start)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def test_the_rank_order_is_rank_masked_s():
+    entropy, masked, _ = random_case(7)
+    entropy[:, 7] = -0.0                                                              # entr(1) is -0.0
+    assert np.array_equal(ranked_order(entropy.numpy(), masked.numpy()), rank_masked(-entropy, masked)[0].numpy())

@@ -5,7 +5,8 @@ where forward time sums every model call (an oracle's probing passes too), must 
 Slow (about 7 minutes): python -m pytest -m slow tests/test_overhead.py
 With timings kept: add --benchmark-enable (one decode per case is benchmarked). The overhead
 is measured here with time.perf_counter whether benchmarking is on or off, the smallest of
-REPEATS decodes (other processes on the machine only ever add time).
+REPEATS decodes (other processes on the machine only ever add time). Freed memory is kept for
+reuse as the bench command keeps it (bench.allocator), in this process as there.
 """
 import os
 import time
@@ -13,6 +14,7 @@ import time
 import pytest
 import torch
 
+from bench.allocator import keep_freed_memory
 from bench.decode import decode
 from bench.registry import STRATEGIES, load_plugins, make_task, parse_strategy
 
@@ -57,6 +59,7 @@ class TimedModel:
 
 @pytest.fixture(scope="module")
 def one_thread():
+    keep_freed_memory()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

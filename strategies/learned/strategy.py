@@ -15,7 +15,7 @@ from typing import ClassVar
 import torch
 
 from bench.checkpoints import file_id
-from bench.core import Strategy
+from bench.core import Strategy, all_finite
 from bench.device import helper_device, run_helper
 from bench.errors import BenchError
 from bench.registry import register_strategy
@@ -73,7 +73,7 @@ class Learned(Strategy):
         cfg = self.network.cfg
         scalars = position_scalars(state.log_probs, state.masked, state.step, self.T, cfg.init_gamma)
         scores = run_helper(self.network, state.out.hidden, scalars)   # on the model's device
-        if not torch.isfinite(scores).all():
+        if not all_finite(scores):
             raise BenchError(f"order policy {self.policy_path} returned non-finite scores; retrain it with: "
                              f"{train_command(self.task_name, self.T)}")
         probs = reveal_probs(scores.float(), state.masked, self.temperature, cfg.eps)

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from bench.checkpoints import load_helper, save_atomic, with_weights
-from strategies.ordering import rank_masked
+from bench.core import all_finite
 
 SCALE = 0.01  # nats; the training loss compares log1p(MI / SCALE)
 FILE_NAME = "mi_estimator.pt"
@@ -65,16 +65,16 @@ class MIEstimator(nn.Module):
 
     def position_features(self, hidden, probs, entropy, masked):
         """[M, 2Kd] float32: the (q, k) features of M positions (hidden [M, D], probs [M, V],
-        entropy [M], masked [M]), q scaled by the head weights. At least MIN_ROWS rows go through
-        the network (padded with copies of the first): a matrix product's rounding can depend on
-        its row count when that is small, and this keeps every value bit-identical to ``scores``
-        (tests/test_mi_speed.py)."""
+        entropy [M], masked [M]), q scaled by the head weights. The rows go through the network
+        padded to a multiple of ROW_MULTIPLE (with copies of the first): MKL rounds a product's
+        row differently when a thread's share of the rows is not a multiple of 4, so this keeps
+        every value bit-identical to ``scores``'s, at any thread count (tests/test_mi_speed.py)."""
         count, width = hidden.shape[0], 2 * self.cfg.n_heads * self.cfg.d_head
         if count == 0:
             return hidden.new_zeros(0, width, dtype=torch.float32)
         x = torch.cat([hidden.float(), probs.float(), entropy[:, None], masked[:, None].float()], -1)  # [M, W]
-        if 0 < count < MIN_ROWS:
-            x = torch.cat([x, x[:1].expand(MIN_ROWS - count, -1)])
+        if count % ROW_MULTIPLE:
+            x = torch.cat([x, x[:1].expand(ROW_MULTIPLE - count % ROW_MULTIPLE, -1)])
         features = self.features(x)[:count]                                                # [M, 2Kd] = [q, k]
         features[:, :width // 2] *= self.head_weight.repeat_interleave(self.cfg.d_head) / (2 * self.cfg.d_head ** 0.5)
         return features
@@ -93,7 +93,10 @@ def bounded_mi(scores, bounded):
     return mi
 
 
-MIN_ROWS = 128   # rows per feature product, at least (see position_features)
+# rows per feature product: a multiple of this (see position_features). Measured with the shipped
+# estimators at 1-64 threads: a product of 4k rows equals those rows of any larger one, bit for bit;
+# other row counts differ below 4 rows at 1 thread, below 172 at 64
+ROW_MULTIPLE = 8
 BLOCK = 16       # pair scores are made for blocks of BLOCK columns of the rank order (at least BLOCK rows)
 STEP = 8         # features are made STEP ranks at a time: the frontier of what a row has read moves by STEP
 
@@ -122,15 +125,14 @@ class PairReader:
         self.network, self.back = network, hidden.device
         device = next(network.parameters()).device
         self.hidden, self.probs, self.entropy, self.masked = (t.to(device) for t in (hidden, probs, entropy, masked))
-        self.need_np = (self.masked if need is None else need).cpu().numpy()
+        # the bookkeeping is numpy: a tenth of torch's cost per call on arrays this small
+        entropy_np, masked_np = entropy.cpu().numpy(), masked.cpu().numpy()
+        self.need_np = masked_np if need is None else need.cpu().numpy()
+        self.order_np = ranked_order(entropy_np, masked_np) if order is None else order.cpu().numpy()  # [B, N]
         batch, n = masked.shape
-        if order is None:                           # ascending entropy, masked first
-            order, _ = rank_masked(-entropy, masked)
-        self.order = order.to(device)                                                     # [B, N] by rank
-        self.order_np = self.order.cpu().numpy()
         blocks = -(-n // BLOCK)
         self.ranked_bound = np.zeros((batch, blocks * BLOCK), dtype=np.float32)             # by rank, 0 where unmasked
-        self.ranked_bound[:, :n] = (self.entropy * self.masked).gather(1, self.order).cpu().numpy()
+        self.ranked_bound[:, :n] = np.take_along_axis(entropy_np * masked_np, self.order_np, 1)
         self.pairs = None                           # [B, N', 2Kd] the features by rank, made when first needed
         self.featured = np.zeros((batch, blocks * BLOCK // STEP), dtype=bool)
         # exp of the pair scores by rank, made a block of columns at a time (``extend``): row b holds
@@ -138,7 +140,7 @@ class PairReader:
         self.ranked_mi = np.empty((batch, BLOCK, BLOCK), dtype=np.float32)
         self.frontier = np.zeros(batch, dtype=np.int64)
         # NaN or infinity in the bias enters every score; in a feature, the scores made from it
-        self.finite = bool(torch.isfinite(network.bias))
+        self.finite = math.isfinite(network.bias.item())
 
     def feature_store(self):
         """[B, N', 2Kd] the features by rank ([q, k], 0 where not made), allocated when first needed."""
@@ -191,7 +193,7 @@ class PairReader:
             scores = torch.baddbmm(self.network.bias.expand(len(rows), end, BLOCK), lhs, rhs.transpose(1, 2))
             self.ranked_mi[slice(None) if every else rows, :end, block * BLOCK:end] = torch.exp(scores).cpu().numpy()
         # a non-finite feature or bias shows in the scores it enters, checked as they are made
-        self.finite &= bool(torch.isfinite(scores).all())
+        self.finite &= all_finite(scores)
         self.frontier[rows] = step + 1
 
     def prefix(self, count):
@@ -208,7 +210,7 @@ class PairReader:
             scores = torch.baddbmm(self.network.bias.expand(batch, blocks * BLOCK, blocks * BLOCK), lhs,
                                    lhs.roll(half, -1).transpose(1, 2))
         bounded = torch.from_numpy(self.ranked_bound[:, :blocks * BLOCK]).to(scores.device)
-        self.finite &= bool(torch.isfinite(scores).all())
+        self.finite &= all_finite(scores)
         return bounded_mi(scores, bounded).to(self.back)
 
     def matrix(self):
@@ -223,16 +225,22 @@ class PairReader:
         half = features.shape[1] // 2
         with torch.inference_mode():
             scores = torch.baddbmm(self.network.bias.expand(batch, n, n), left, left.roll(half, -1).transpose(1, 2))
-        self.finite &= bool(torch.isfinite(scores).all())
+        self.finite &= all_finite(scores)
         bounded = self.entropy * self.masked
         return bounded_mi(scores, bounded).to(self.back)
+
+
+def ranked_order(entropy, masked):
+    """[B, N] numpy: ``rank_masked(-entropy, masked)``'s order of numpy ``entropy`` [B, N] float32 and
+    ``masked`` [B, N] bool: masked positions by ascending entropy, ties to the lower index, then the rest."""
+    return np.argsort(np.where(masked, entropy, np.float32(np.inf)), axis=1, kind="stable")
 
 
 class WholeMatrix:
     """A PairReader's interface to an MI matrix computed whole (a network without ``reader``)."""
 
     def __init__(self, mi):
-        self.mi, self.finite = mi, bool(torch.isfinite(mi).all())
+        self.mi, self.finite = mi, all_finite(mi)
 
     def rows(self, rows, positions):
         return self.mi[rows, positions]
