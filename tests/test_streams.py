@@ -4,13 +4,14 @@ and for any cut of the inputs into shards, on Sudoku (a sampling strategy) and p
 values)."""
 import json
 
+import numpy as np
 import pytest
 import torch
 
 from bench.registry import parse_strategy
 from bench.results import read_records
 from bench.runner import VOLATILE, decode_rows, result_paths, run_config, run_one
-from bench.streams import Streams, categorical
+from bench.streams import GOLDEN, MASK64, Streams, absorb, as_uint64, categorical, mix, purpose_key
 from tasks.protein.task import ProteinTask
 from tasks.sudoku.task import SudokuTask
 
@@ -39,6 +40,47 @@ def test_categorical_draws_follow_the_probabilities_and_never_a_zero_one():
     assert counts[1] == 0 and counts[4] == 0
     assert torch.allclose(counts, probs[0], atol=0.01)
     assert categorical(torch.tensor([[0.5, 0.5, 0.0]]), torch.tensor([1 - 2 ** -53])).item() == 1
+
+
+def reference_uniform(seed, index, step, purpose, rows, positions):
+    """Streams.uniform as first written (every hash made from the seed on, each call)."""
+    head = (seed * GOLDEN + purpose_key(purpose)) & MASK64
+    state = absorb(absorb(mix(np.array([head], dtype=np.uint64)), as_uint64(index)), [step])
+    bits = absorb(state[as_uint64(rows)], as_uint64(positions)) >> np.uint64(11)
+    return torch.from_numpy(bits.astype(np.float64) * 2.0 ** -53)
+
+
+def reference_categorical(probs, uniforms):
+    """categorical as first written, in torch."""
+    cdf = probs.double().cumsum(-1)
+    drawn = (cdf <= (uniforms.to(cdf.dtype) * cdf[:, -1])[:, None]).sum(-1)
+    return torch.minimum(drawn, (probs > 0).long().cumsum(-1).argmax(-1))
+
+
+def test_streams_taken_from_streams_draw_the_first_versions_numbers():
+    generator = torch.Generator().manual_seed(5)
+    streams = Streams(2 ** 40 + 3, torch.randperm(300, generator=generator)[:40])
+    for step in range(4):                         # rows leave the batch pass by pass, as in the loop
+        rows = torch.randperm(len(streams), generator=generator)[:max(1, len(streams) - 9)].sort().values
+        streams = streams.take(rows)
+        for purpose in ("values", "learned:0"):
+            picked = torch.randint(len(streams), (50,), generator=generator)
+            positions = torch.randint(100, (50,), generator=generator)
+            assert torch.equal(streams.uniform(step, purpose, picked, positions),
+                               reference_uniform(2 ** 40 + 3, streams.index, step, purpose, picked, positions))
+
+
+@pytest.mark.parametrize("values", [9, 20, 33, 1000])
+def test_categorical_draws_what_the_first_version_drew(values):
+    generator = torch.Generator().manual_seed(values)
+    for _ in range(50):
+        count = int(torch.randint(1, 300, (1,), generator=generator))
+        probs = torch.softmax(torch.randn(count, values, generator=generator) * 4, -1)
+        probs[torch.rand(count, values, generator=generator) < 0.2] = 0.0
+        probs[:, 0] += 1e-3
+        uniforms = torch.rand(count, generator=generator, dtype=torch.float64)
+        uniforms[::7] = 1 - 2 ** -53
+        assert torch.equal(categorical(probs, uniforms), reference_categorical(probs, uniforms))
 
 
 def records_of(task, model, eval_set, spec, limit, batch_size, out):

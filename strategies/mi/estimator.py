@@ -133,7 +133,7 @@ class PairReader:
         blocks = -(-n // BLOCK)
         self.ranked_bound = np.zeros((batch, blocks * BLOCK), dtype=np.float32)             # by rank, 0 where unmasked
         self.ranked_bound[:, :n] = np.take_along_axis(entropy_np * masked_np, self.order_np, 1)
-        self.pairs = None                           # [B, N', 2Kd] the features by rank, made when first needed
+        self.pairs = None                           # [B, R', 2Kd] the features by rank (feature_store)
         self.featured = np.zeros((batch, blocks * BLOCK // STEP), dtype=bool)
         # exp of the pair scores by rank, made a block of columns at a time (``extend``): row b holds
         # them for columns below frontier[b] * STEP
@@ -142,11 +142,17 @@ class PairReader:
         # NaN or infinity in the bias enters every score; in a feature, the scores made from it
         self.finite = math.isfinite(network.bias.item())
 
-    def feature_store(self):
-        """[B, N', 2Kd] the features by rank ([q, k], 0 where not made), allocated when first needed."""
-        if self.pairs is None:
+    def feature_store(self, ranks):
+        """[B, R', 2Kd] the features by rank ([q, k], 0 where not made), R' >= ``ranks`` whole blocks.
+        Made as far as the walks go (most stop within a block: a whole store was 0.9 MB of zeros a
+        pass on the protein model) and grown a block at a time."""
+        blocks = -(-ranks // BLOCK)
+        if self.pairs is None or self.pairs.shape[1] < blocks * BLOCK:
             width = 2 * self.network.cfg.n_heads * self.network.cfg.d_head
-            self.pairs = torch.zeros(*self.ranked_bound.shape, width, device=self.hidden.device)
+            grown = torch.zeros(len(self.frontier), blocks * BLOCK, width, device=self.hidden.device)
+            if self.pairs is not None:
+                grown[:, :self.pairs.shape[1]] = self.pairs
+            self.pairs = grown
         return self.pairs
 
     def featurize(self, rows, step, steps=1):
@@ -160,7 +166,7 @@ class PairReader:
         positions = self.order_np[rows[:, None], ranks]                                    # [R, b]
         take = self.need_np[rows[:, None], positions]
         if take.any():
-            device, pairs = self.hidden.device, self.feature_store()
+            device, pairs = self.hidden.device, self.feature_store(ranks[-1] + 1)
             flat = torch.from_numpy((rows[:, None] * n + positions)[take]).to(device)
             slots = torch.from_numpy((rows[:, None] * pairs.shape[1] + ranks)[take]).to(device)
             inputs = (t.reshape(batch * n, -1).index_select(0, flat) for t in (self.hidden, self.probs))
@@ -184,7 +190,7 @@ class PairReader:
             grown = np.empty((len(self.frontier), end, end), dtype=np.float32)
             grown[:, :self.ranked_mi.shape[1], :self.ranked_mi.shape[2]] = self.ranked_mi
             self.ranked_mi = grown
-        pairs, every = self.feature_store(), len(rows) == len(self.frontier)
+        pairs, every = self.feature_store(end), len(rows) == len(self.frontier)
         if not every:
             pairs = pairs[torch.from_numpy(rows).to(pairs.device)]
         lhs = pairs[:, :end]                                                              # [R, end, 2Kd] = [q, k]
@@ -203,7 +209,7 @@ class PairReader:
         blocks = max(1, -(-count // BLOCK))
         rows = np.arange(batch)
         self.featurize(rows, 0, blocks * BLOCK // STEP)
-        pairs = self.feature_store()
+        pairs = self.feature_store(blocks * BLOCK)
         half = pairs.shape[2] // 2
         lhs = pairs[:, :blocks * BLOCK]
         with torch.inference_mode():
