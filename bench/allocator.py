@@ -27,5 +27,5 @@ def keep_freed_memory():
     except (OSError, AttributeError, TypeError):
         return False
     # both together: setting either one alone stops glibc's adaptive mmap threshold and leaves the
-    # other at its 128 KiB default, which made forward passes 1.6-2.3x slower when measured
+    # other at its 128 KiB default, which made forward passes 1.3-2.3x slower when measured
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))

@@ -32,13 +32,6 @@ SPECS = {
                 "mi_eb:gamma=10", "mi_oracle:gamma=6,target=directed", "learned:T=10,mode=threshold"],
 }
 FEWER = {"mi_oracle": {"sudoku": 8, "protein": 2}}
-# Measured on this project's 2-core machine (1 thread, after issue 17's second round) these stay
-# just above the limit at 16 proteins: besides the loop's own 1.3% (sequential), the entropies
-# (0.3%), the estimator's network on at least 128 positions a pass (0.6%) and the reader's and
-# rule's bookkeeping (about 1%) are fixed costs per pass, which a batch of 16 short sequences
-# does not amortise. They are reported here, not hidden by a looser limit.
-ABOVE = {("protein", "mi"): "measured 3.1-3.2% at 16 sequences (4.8% before this round); its network alone is 0.6%",
-         ("protein", "mi_eb"): "measured 3.0-3.4% at 16 sequences (4.5% before this round); its network alone is 0.6%"}
 
 
 class TimedModel:
@@ -80,10 +73,7 @@ def cases():
     load_plugins()
     for task_name, specs in SPECS.items():
         for spec in specs:
-            name = spec.partition(":")[0]
-            marks = [pytest.mark.xfail(reason=f"{name} on {task_name}: {ABOVE[task_name, name]}", strict=False)] \
-                if (task_name, name) in ABOVE else []
-            yield pytest.param(task_name, spec, marks=marks, id=f"{task_name}-{spec}")
+            yield pytest.param(task_name, spec, id=f"{task_name}-{spec}")
 
 
 def test_every_registered_strategy_is_measured_on_every_task_model():
