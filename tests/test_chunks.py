@@ -9,7 +9,7 @@ from tasks.sudoku.task import SudokuTask
 
 @pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
 def threads(request):
-    """Protein's rows per call grow with torch's threads: check at 1 and 2."""
+    """At 2 threads the chunks run side by side (bench.chunks): check at 1 and 2."""
     before = torch.get_num_threads()
     torch.set_num_threads(request.param)
     yield request.param
@@ -21,7 +21,7 @@ def test_chunked_forward_passes_are_bit_identical_to_one_call(task_class, thread
     task = task_class()
     model = task.load_model()
     eval_set = task.eval_set(None, 0)
-    chunk = model.rows_per_call() if hasattr(model, "rows_per_call") else model.chunk_rows
+    chunk = model.chunk_rows
     n = 2 * chunk + 5   # two full chunks and a short one
     generator = torch.Generator().manual_seed(0)
     tokens, start = eval_set.tokens[:n].clone(), eval_set.masked[:n]
@@ -33,3 +33,34 @@ def test_chunked_forward_passes_are_bit_identical_to_one_call(task_class, thread
     assert torch.equal(chunked.logits, whole.logits) and torch.equal(chunked.hidden, whole.hidden)
     rows = torch.tensor([n - 1, 3, chunk])   # any rows alone: what the decode loop's active rows are
     assert torch.equal(model(tokens[rows], masked[rows]).logits, whole.logits[rows])
+
+
+def test_chunks_run_side_by_side_at_one_torch_thread_each_in_order():
+    """At 2 threads each chunk runs on a worker thread at one torch thread, under the caller's
+    grad and inference modes; the outputs keep the rows' order and the setting comes back."""
+    import threading
+
+    from bench.chunks import in_chunks
+    from bench.core import ModelOutput
+    seen = []
+
+    def forward(tokens, masked):
+        seen.append((threading.current_thread().name, torch.get_num_threads(), torch.is_grad_enabled(),
+                     torch.is_inference_mode_enabled()))
+        return ModelOutput(logits=tokens[..., None].float() * 2, hidden=None)
+    tokens, masked = torch.arange(20).view(10, 2), torch.zeros(10, 2, dtype=torch.bool)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with torch.inference_mode():
+            out = in_chunks(forward, tokens, masked, 3)
+        assert torch.equal(out.logits[..., 0], tokens.float() * 2) and out.hidden is None
+        assert len(seen) == 4 and all(name.startswith("bench-chunks") and threads == 1 and not grad and inference
+                                      for name, threads, grad, inference in seen)
+        assert torch.get_num_threads() == 2
+        seen.clear()
+        with torch.autocast("cpu", dtype=torch.bfloat16):   # autocast is per thread: stay in the caller's
+            in_chunks(forward, tokens, masked, 3)
+        assert [name for name, *_ in seen] == [threading.current_thread().name] * 4
+    finally:
+        torch.set_num_threads(before)

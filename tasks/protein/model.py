@@ -82,16 +82,13 @@ class ProteinModel(MaskedModel):
         self.meta = meta or {}
         self.value_tokens = AA_IDS
 
-    chunk_rows = 16   # rows per forward call on a CPU and per torch thread: the fastest at 1 and 2
-    #                   threads (250 rows: 1.88 s at 16 rows a call on 1 thread, 1.12 s at 32 on 2,
-    #                   against 2.68 and 1.41 s in one call), and bit-identical (bench.chunks)
+    chunk_rows = 16   # rows per forward call on a CPU (side by side on 2 or more threads): the fastest
+    #                   (250 rows on 1 thread: 1.88 s at 16 rows a call against 2.68 s in one call),
+    #                   and bit-identical (bench.chunks)
 
     @torch.inference_mode()
     def __call__(self, tokens, masked):
-        return in_chunks(self.forward, tokens, masked, self.rows_per_call())
-
-    def rows_per_call(self):
-        return self.chunk_rows * torch.get_num_threads()
+        return in_chunks(self.forward, tokens, masked, self.chunk_rows)
 
     def forward(self, tokens, masked):
         logits, hiddens = self.network(tokens.masked_fill(masked, MASK_ID))
