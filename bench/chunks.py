@@ -5,8 +5,7 @@ more at hundreds (the activations stop fitting in the caches), so the shipped mo
 batches in chunks. With more than one torch thread the chunks run side by side, one Python
 thread per torch thread, each chunk on one torch thread: splitting one small call's products
 over threads costs more in synchronisation than it gains (Sudoku, 250 puzzles on 2 threads:
-0.59-0.61 s a pass in chunks of 32 run one after another, 0.47-0.49 s in chunks of 16 side by
-side). Each row's outputs are bit-identical either way (tests/test_chunks.py checks both shipped
+0.59-0.78 s a pass with its chunks run one after another, 0.43-0.49 s side by side). Each row's outputs are bit-identical either way (tests/test_chunks.py checks both shipped
 models at 1 and 2 threads), so chunking changes the time only, never a record.
 """
 from concurrent.futures import ThreadPoolExecutor
