@@ -64,3 +64,32 @@ def test_chunks_run_side_by_side_at_one_torch_thread_each_in_order():
         assert [name for name, *_ in seen] == [threading.current_thread().name] * 4
     finally:
         torch.set_num_threads(before)
+
+
+def test_protein_rotary_tables_grow_only_in_the_callers_thread():
+    """ESM-C's rotary tables grow lazily; with chunks side by side they must grow before the
+    worker threads start, or a worker can read a table another is still growing."""
+    import threading
+
+    from esm.layers.rotary import RotaryEmbedding
+    task = ProteinTask()
+    model = task.load_model()
+    for module in model.network.modules():                  # as a fresh model: no table yet
+        if isinstance(module, RotaryEmbedding):
+            module._seq_len_cached, module._cos_cached, module._sin_cached = 0, None, None
+    grown, update = [], RotaryEmbedding._update_cos_sin_cache
+
+    def recording(self, seqlen, device=None, dtype=None):
+        if seqlen > self._seq_len_cached or self._cos_cached is None:
+            grown.append(threading.current_thread().name)
+        return update(self, seqlen, device=device, dtype=dtype)
+    eval_set = task.eval_set(None, 0)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    RotaryEmbedding._update_cos_sin_cache = recording
+    try:
+        model(eval_set.tokens[:3 * model.chunk_rows], eval_set.masked[:3 * model.chunk_rows])
+    finally:
+        RotaryEmbedding._update_cos_sin_cache = update
+        torch.set_num_threads(before)
+    assert grown and set(grown) == {threading.current_thread().name}

@@ -88,7 +88,19 @@ class ProteinModel(MaskedModel):
 
     @torch.inference_mode()
     def __call__(self, tokens, masked):
+        self.grow_rotary_tables(tokens.shape[1], tokens.device)
         return in_chunks(self.forward, tokens, masked, self.chunk_rows)
+
+    def grow_rotary_tables(self, length, device):
+        """Each attention layer's rotary embedding keeps a cos/sin table that its forward grows
+        when it first meets a longer input. It is grown here first, in the caller's thread, with
+        the arguments the forward would pass, so that chunks run side by side (bench.chunks) never
+        race to grow it (one thread could read the old, shorter table as another grows it)."""
+        from esm.layers.rotary import RotaryEmbedding
+        dtype = self.network.embed.weight.dtype      # the dtype of the queries it rotates
+        for module in self.network.modules():
+            if isinstance(module, RotaryEmbedding):
+                module._update_cos_sin_cache(length, device=device, dtype=dtype)
 
     def forward(self, tokens, masked):
         logits, hiddens = self.network(tokens.masked_fill(masked, MASK_ID))
