@@ -19,7 +19,10 @@ from bench.core import ModelOutput
 
 def in_chunks(forward, tokens, masked, rows):
     """``forward(tokens, masked)`` -> ModelOutput, run on at most ``rows`` rows at a time when the
-    tokens are on the CPU (elsewhere, e.g. a GPU, in one call), the outputs concatenated."""
+    tokens are on the CPU (elsewhere, e.g. a GPU, in one call), the outputs concatenated. With
+    2 or more torch threads ``forward`` runs on several threads at once, so it must not change
+    shared state: a model that makes state lazily for an input's shape makes it before calling
+    this (as ESM-C's rotary tables are, by the shipped model that runs ESM-C)."""
     if tokens.device.type != "cpu" or tokens.shape[0] <= rows:
         return forward(tokens, masked)
     chunks = list(zip(tokens.split(rows), masked.split(rows)))
