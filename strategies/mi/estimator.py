@@ -66,9 +66,10 @@ class MIEstimator(nn.Module):
     def position_features(self, hidden, probs, entropy, masked):
         """[M, 2Kd] float32: the (q, k) features of M positions (hidden [M, D], probs [M, V],
         entropy [M], masked [M]), q scaled by the head weights. The rows go through the network
-        padded to a multiple of ROW_MULTIPLE (with copies of the first): MKL rounds a product's
-        row differently when a thread's share of the rows is not a multiple of 4, so this keeps
-        every value bit-identical to ``scores``'s, at any thread count (tests/test_mi_speed.py)."""
+        padded to a multiple of ROW_MULTIPLE (with copies of the first): a product of a few rows,
+        or of a count that is not a multiple of 4, can round differently from the same rows in a
+        larger product, so this keeps every value bit-identical to ``scores``'s at 1-64 threads
+        (tests/test_mi_speed.py)."""
         count, width = hidden.shape[0], 2 * self.cfg.n_heads * self.cfg.d_head
         if count == 0:
             return hidden.new_zeros(0, width, dtype=torch.float32)
