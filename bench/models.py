@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from bench.core import all_finite
 from bench.errors import BenchError
 
 SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
@@ -106,7 +107,7 @@ def probe(model, strategies, eval_set, what):
     if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != expected:
         got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
         raise BenchError(f"{what}: logits must be [batch, positions, vocab_size] = {list(expected)}, got {got}")
-    if not torch.isfinite(logits).all():
+    if not all_finite(logits):
         raise BenchError(f"{what}: the logits of one forward pass are not finite")
     hidden = getattr(out, "hidden", None)
     for strategy in strategies:

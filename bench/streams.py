@@ -115,7 +115,7 @@ def categorical(probs, uniforms):
     same float64 sums, in the same order)."""
     probs = probs.detach().cpu().numpy()
     cdf = np.cumsum(probs, -1, dtype=np.float64)                      # [P, V]
-    target = uniforms.detach().cpu().numpy().astype(np.float64) * cdf[:, -1]
+    target = uniforms.detach().cpu().numpy().astype(np.float64, copy=False) * cdf[:, -1]
     drawn = (cdf <= target[:, None]).sum(-1)                          # first value whose cdf exceeds the target
     last = np.cumsum(probs > 0, -1).argmax(-1)                        # the last value of positive probability
     return torch.from_numpy(np.minimum(drawn, last))

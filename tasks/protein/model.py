@@ -6,6 +6,7 @@ Two kinds of checkpoint:
 - published ESM-C (`--model esmc_300m` / `esmc_600m`): the plain state dict the `esm` package
   downloads, found offline in $UNMASK_BENCH_ESMC_DIR or the local Hugging Face cache.
 """
+import functools
 import os
 from pathlib import Path
 
@@ -96,11 +97,15 @@ class ProteinModel(MaskedModel):
         when it first meets a longer input. It is grown here first, in the caller's thread, with
         the arguments the forward would pass, so that chunks run side by side (bench.chunks) never
         race to grow it (one thread could read the old, shorter table as another grows it)."""
-        from esm.layers.rotary import RotaryEmbedding
         dtype = self.network.embed.weight.dtype      # the dtype of the queries it rotates
-        for module in self.network.modules():
-            if isinstance(module, RotaryEmbedding):
-                module._update_cos_sin_cache(length, device=device, dtype=dtype)
+        for module in self.rotaries:
+            module._update_cos_sin_cache(length, device=device, dtype=dtype)
+
+    @functools.cached_property
+    def rotaries(self):
+        """The network's rotary embeddings, found once (not by walking every module each pass)."""
+        from esm.layers.rotary import RotaryEmbedding
+        return [module for module in self.network.modules() if isinstance(module, RotaryEmbedding)]
 
     def forward(self, tokens, masked):
         logits, hiddens = self.network(tokens.masked_fill(masked, MASK_ID))
