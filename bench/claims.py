@@ -8,8 +8,8 @@ import numpy as np
 from bench.paired import better_sign, paired_difference
 from bench.presets import VERDICTS
 from bench.sweeps import reference_run, sweep_lines
-from bench.verdicts import (areas, bootstrap_p, budget_table, interval, joint_indices, load_runs, make_line,
-                            non_inferiority, select_line)
+from bench.verdicts import (areas, bootstrap_p, budget_table, centred, interval, is_distance, joint_indices,
+                            load_runs, make_line, non_inferiority, select_line)
 
 
 @dataclass
@@ -91,11 +91,12 @@ def ablation_pairs(runs, ablation):
 def ablation_at_budgets(with_idea, without, idx, budgets):
     """[(budget, diff, low, high, p)] of the idea's line minus its ablation's at equal budgets."""
     a, b = make_line("with", with_idea, idx), make_line("without", without, idx)
-    out = []
+    out, distance = [], is_distance([a, b])
     for budget in budgets:
         (va, ra), (vb, rb) = a.at(budget), b.at(budget)
         if not (np.isnan(va) or np.isnan(vb)):
-            out.append((budget, va - vb, *interval(ra - rb), bootstrap_p(ra - rb)))
+            diff_reps = centred(ra - rb, va - vb, distance)
+            out.append((budget, va - vb, *interval(diff_reps), bootstrap_p(diff_reps)))
     return out
 
 

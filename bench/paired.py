@@ -16,7 +16,10 @@ A summary metric can be recomputed from the records when its dict carries ``per_
 Every statistic takes columns with a leading replicate axis, so thousands of bootstrap or
 permutation replicates are computed at once. Tests:
 
-- difference of two runs: paired bootstrap CI (input indices resampled jointly for both runs);
+- difference of two runs: paired bootstrap CI (input indices resampled jointly for both runs):
+  the percentile interval, but the basic one [2d - q97.5, 2d - q2.5] for the plug-in distances
+  (``DISTANCES``): they are biased upwards on resamples, the more so the nearer a run is to the
+  reference, so a difference's percentile interval is shifted (docs/protein_metrics.md);
 - p-value: exact McNemar (two-sided binomial on the discordant inputs) for the mean of a 0/1
   field; otherwise a paired randomisation test (each input's two values swapped with
   probability 1/2; two-sided, with the +1 correction).
@@ -30,6 +33,7 @@ import numpy as np
 N_BOOT = 2000
 BOOT_SEED = 12345
 CHUNK = 100  # replicates per block where a statistic needs [replicates, inputs, K] memory
+DISTANCES = ("pooled_jsd", "window_jsd_w1")   # plug-in distances to a reference: basic bootstrap CIs
 
 
 def stat_mean(values):
@@ -186,8 +190,9 @@ def expand(swaps, column):
 def paired_difference(a, b, level=0.95, n_boot=N_BOOT, seed=BOOT_SEED):
     """a - b for two PerInput of the same metric on the same inputs.
 
-    Returns a dict: diff, ci_low, ci_high (paired bootstrap percentile), p (McNemar or
-    randomisation), test, n and, for 0/1 metrics, the discordant counts (a only, b only).
+    Returns a dict: diff, ci_low, ci_high (paired bootstrap: basic for DISTANCES, else
+    percentile), ci_method, p (McNemar or randomisation), test, n and, for 0/1 metrics, the
+    discordant counts (a only, b only).
     """
     n = len(a.columns[0])
     observed = float(a() - b())
@@ -195,7 +200,10 @@ def paired_difference(a, b, level=0.95, n_boot=N_BOOT, seed=BOOT_SEED):
     boots = chunked(lambda block: a(block) - b(block), idx)
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(boots, [tail, 100 - tail])
-    result = {"diff": observed, "ci_low": float(low), "ci_high": float(high), "n": n}
+    method = "paired bootstrap, percentile"
+    if a.statistic in DISTANCES:
+        low, high, method = 2 * observed - high, 2 * observed - low, "paired bootstrap, basic"
+    result = {"diff": observed, "ci_low": float(low), "ci_high": float(high), "ci_method": method, "n": n}
     if a.binary and b.binary:
         result["p"], result["discordant"] = mcnemar_p(a.columns[0], b.columns[0])
         result["test"] = "exact McNemar"

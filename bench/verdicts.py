@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.paired import N_BOOT, PerInput, better_sign, chunked, paired_difference, per_input, replicate_indices
+from bench.paired import (DISTANCES, N_BOOT, PerInput, better_sign, chunked, paired_difference, per_input,
+                          replicate_indices)
 from bench.results import read_records
 from bench.table import metric_of
 
@@ -154,6 +155,18 @@ def interval(replicates, level=0.95):
     return float(low), float(high)
 
 
+def centred(replicates, value, distance):
+    """The replicates intervals and p-values are read from: reflected about the point value
+    (2v - r: the basic bootstrap) for a plug-in distance (bench.paired.DISTANCES), whose
+    replicates are biased upwards; otherwise as they are (the percentile bootstrap)."""
+    return 2 * value - replicates if distance else replicates
+
+
+def is_distance(lines):
+    """Whether the lines' quality metric is a plug-in distance (bench.paired.DISTANCES)."""
+    return any(line.runs and line.runs[0].quality.statistic in DISTANCES for line in lines)
+
+
 def bootstrap_p(replicates):
     """Two-sided bootstrap p-value that the difference is 0: 2 * min share of replicates on either side."""
     kept = replicates[~np.isnan(replicates)]
@@ -188,16 +201,17 @@ class Lead:
 
 def budget_table(lines, budgets, higher_is_better):
     """({line: {budget: BudgetCell}}, [Lead per budget]) with the best marked where shown."""
-    cells, leads, sign = {}, [], better_sign(higher_is_better)
+    cells, leads, sign, distance = {}, [], better_sign(higher_is_better), is_distance(lines)
     for budget in budgets:
         values = {line.name: line.at(budget) for line in lines}
         for name, (value, reps) in values.items():
-            cells.setdefault(name, {})[budget] = BudgetCell(value, *interval(reps)) if not np.isnan(value) else None
+            cells.setdefault(name, {})[budget] = (BudgetCell(value, *interval(centred(reps, value, distance)))
+                                                  if not np.isnan(value) else None)
         ranked = sorted([n for n, (v, _) in values.items() if not np.isnan(v)], key=lambda n: -sign * values[n][0])
         if len(ranked) >= 2:
-            diff_reps = values[ranked[0]][1] - values[ranked[1]][1]
-            lead = Lead(budget, ranked[0], ranked[1], values[ranked[0]][0] - values[ranked[1]][0],
-                        *interval(diff_reps), bootstrap_p(diff_reps))
+            diff = values[ranked[0]][0] - values[ranked[1]][0]
+            diff_reps = centred(values[ranked[0]][1] - values[ranked[1]][1], diff, distance)
+            lead = Lead(budget, ranked[0], ranked[1], diff, *interval(diff_reps), bootstrap_p(diff_reps))
             leads.append(lead)
             cells[ranked[0]][budget].best = lead.shown and sign * lead.diff > 0
     return cells, leads
@@ -205,10 +219,10 @@ def budget_table(lines, budgets, higher_is_better):
 
 def areas(lines, low, high):
     """{line: BudgetCell of the mean quality over [low, high]}, None where a line does not span it."""
-    out = {}
+    out, distance = {}, is_distance(lines)
     for line in lines:
         value, reps = line.area(low, high)
-        out[line.name] = None if np.isnan(value) else BudgetCell(value, *interval(reps))
+        out[line.name] = None if np.isnan(value) else BudgetCell(value, *interval(centred(reps, value, distance)))
     return out
 
 

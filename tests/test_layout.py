@@ -108,7 +108,7 @@ def test_report_runs_without_model_code(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "HEAVY []" in proc.stdout
-    assert (tmp_path / "mi_sudoku.md").exists() and (tmp_path / "pareto_protein_judge_perplexity.png").exists()
+    assert (tmp_path / "mi_sudoku.md").exists() and (tmp_path / "pareto_protein_judge_w1.png").exists()
 
 
 def test_markdown_blocks_are_filled_from_the_named_report_file(tmp_path):

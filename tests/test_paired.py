@@ -140,3 +140,45 @@ def test_pooled_seeds_of_a_mean_difference_stay_on_its_scale():
                    per_input(metric, records), per_input(passes, records))
     (pooled,) = merge_seeds([seeded(0, [1.0, 3.0]), seeded(1, [2.0, 0.0]), seeded(2, [0.0, 0.0])])
     assert pooled.quality() == pytest.approx((3.0 + 2.0 + 1.0) / 3)     # the seeds' KLs: 3, 2 and 1 nats
+
+
+def w1_run(values, reference_values):
+    """A PerInput of the protein headline's statistic over made-up per-input values."""
+    from bench.paired import PerInput
+    return PerInput("window_jsd", "window_jsd_w1", [np.asarray(values, float)], False,
+                    {"reference_values": np.asarray(reference_values, float)})
+
+
+def test_a_distance_gets_the_basic_interval_and_a_mean_the_percentile_one():
+    from bench.paired import chunked
+    rng = np.random.default_rng(3)
+    reference = rng.normal(0, 1, 500)
+    near, far = w1_run(rng.normal(0, 1, 100), reference), w1_run(rng.normal(0.3, 1, 100), reference)
+    result = paired_difference(far, near)
+    boots = chunked(lambda block: far(block) - near(block), replicate_indices(100))
+    low, high = np.percentile(boots, [2.5, 97.5])
+    assert result["ci_method"] == "paired bootstrap, basic"
+    assert (result["ci_low"], result["ci_high"]) == pytest.approx((2 * result["diff"] - high, 2 * result["diff"] - low))
+    # the W1 of the run nearer the reference grows more on resamples: the percentile interval is shifted down
+    assert np.median(boots) < result["diff"] and result["ci_low"] > low
+    a, b = numeric_run("a", rng.normal(0.3, 1, 100), np.ones(100)), numeric_run("b", rng.normal(0, 1, 100), np.ones(100))
+    mean_result = paired_difference(a.quality, b.quality)
+    boots = chunked(lambda block: a.quality(block) - b.quality(block), replicate_indices(100))
+    assert mean_result["ci_method"] == "paired bootstrap, percentile"
+    assert (mean_result["ci_low"], mean_result["ci_high"]) == pytest.approx(tuple(np.percentile(boots, [2.5, 97.5])))
+
+
+def test_budget_cells_of_a_distance_use_the_basic_interval():
+    from bench.verdicts import centred, interval, is_distance
+    rng = np.random.default_rng(4)
+    reference = rng.normal(0, 1, 400)
+    runs = [Run({"label": f"r{k}"}, w1_run(rng.normal(0.1 * k, 1, 80), reference),
+                per_input({"name": "passes", "higher_is_better": False, "per_input": {"statistic": "mean", "fields": ["p"]}},
+                          [{"index": i, "p": 10 * (k + 1)} for i in range(80)])) for k in range(2)]
+    idx = replicate_indices(80)
+    line = make_line("w1", runs, idx)
+    assert is_distance([line])
+    cells, _ = budget_table([line], [10], higher_is_better=False)
+    value, reps = line.at(10)
+    assert (cells["w1"][10].low, cells["w1"][10].high) == pytest.approx(interval(2 * value - reps))
+    assert centred(reps, value, False) is reps

@@ -73,3 +73,22 @@ def test_the_floor_is_computed_once_and_read_from_the_cache_after(compared):
     assert first == again == [{"name": "composition_jsd", "value": 0.5}] and len(compared) == 1
     key = protein_task.floor_key(read_fasta(REFERENCE_B).sequences, read_fasta(REFERENCE_A).sequences)
     assert key != protein_task.floor_key(read_fasta(REFERENCE_B).sequences[1:], read_fasta(REFERENCE_A).sequences)
+
+
+def test_the_references_panel_values_are_computed_once_and_a_damaged_copy_again(tmp_path, monkeypatch):
+    import numpy as np
+    monkeypatch.setenv("UNMASK_BENCH_CACHE", str(tmp_path / "cache"))
+    made = []
+
+    def fake_values(sequences):
+        made.append(len(sequences))
+        return {name: np.arange(len(sequences), dtype=float) for name in protein_task.PANEL}
+    monkeypatch.setattr(protein_task, "panel_values", fake_values)
+    reference = ["ACDEFGHIKLMNPQRSTVWY", "MKVLAAGIVG"]
+    first = protein_task.reference_panel_values(reference)
+    again = protein_task.reference_panel_values(reference)
+    assert made == [2] and all(np.array_equal(first[n], again[n]) for n in protein_task.PANEL)
+    for path in (tmp_path / "cache" / "protein").glob("reference-panel-*.json"):
+        path.write_text("{not json")
+    protein_task.reference_panel_values(reference)
+    assert made == [2, 2]

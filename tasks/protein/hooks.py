@@ -4,9 +4,9 @@ from bench.training import train_and_log
 
 def train_model(settings, out):
     """`bench train protein KEY=VALUE...`: settings go to the model or the training config by name."""
-    from tasks.protein.model import DEFAULT_WEIGHTS
+    from tasks.protein.model import STAGE1_WEIGHTS
     from tasks.protein.train import ProteinModelConfig, ProteinTrainConfig, train
-    train_and_log("protein", (ProteinModelConfig, ProteinTrainConfig), train, settings, out, DEFAULT_WEIGHTS)
+    train_and_log("protein", (ProteinModelConfig, ProteinTrainConfig), train, settings, out, STAGE1_WEIGHTS)
 
 
 def build_unirep(args):

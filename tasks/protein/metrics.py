@@ -78,8 +78,8 @@ def window_values(sequences, reference_composition, window=WINDOW):
     return window_jsd(sequences, AMINO_ACIDS, window, reference_composition)
 
 
-def window_w1(values, reference_values):
-    """The headline from per-sequence values: Wasserstein-1 to the reference's values (bits)."""
+def value_w1(values, reference_values):
+    """Wasserstein-1 between per-sequence values and the reference's (the headline and the panel)."""
     return float(stat_w1(np.asarray(values, float), reference_values))
 
 

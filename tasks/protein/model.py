@@ -18,7 +18,10 @@ from bench.core import MaskedModel, ModelOutput
 from bench.errors import BenchError
 from tasks.protein.fasta import AMINO_ACIDS
 
-DEFAULT_WEIGHTS = Path(__file__).parent / "weights" / "protein_esmc.pt"
+# The default model is stage 2 (stage 1 continued on all of Swiss-Prot); stage 1 ships as its
+# starting point, and `bench train protein` with its defaults (the stage-1 recipe) rewrites it.
+STAGE1_WEIGHTS = Path(__file__).parent / "weights" / "protein_esmc.pt"
+DEFAULT_WEIGHTS = Path(__file__).parent / "weights" / "protein_esmc_stage2.pt"
 TRAIN_COMMAND = "python -m bench train protein"
 # name: (d_model, n_heads, n_layers, Hugging Face repo, file inside it)
 PUBLISHED = {

@@ -23,7 +23,7 @@ from bench.checkpoints import file_id
 from bench.device import selected
 from bench.errors import BenchError
 from tasks.protein.encoding import encode
-from tasks.protein.model import (AA_IDS, DEFAULT_WEIGHTS, MASK_ID, build_esmc, load_protein_model,
+from tasks.protein.model import (AA_IDS, STAGE1_WEIGHTS, MASK_ID, build_esmc, load_protein_model,
                                  save_protein_checkpoint)
 from tasks.protein.split import make_split
 
@@ -132,7 +132,7 @@ def starting_network(model_cfg, init):
     return network
 
 
-def train(model_cfg, cfg, out_path=DEFAULT_WEIGHTS):
+def train(model_cfg, cfg, out_path=STAGE1_WEIGHTS):
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     generator = torch.Generator().manual_seed(cfg.seed)
