@@ -19,7 +19,7 @@ permutation replicates are computed at once. Tests:
 - difference of two runs: paired bootstrap CI (input indices resampled jointly for both runs):
   the percentile interval, but the basic one [2d - q97.5, 2d - q2.5] for the plug-in distances
   (``DISTANCES``): they are biased upwards on resamples, the more so the nearer a run is to the
-  reference, so a difference's percentile interval is shifted (docs/protein_metrics.md);
+  reference, so a difference's percentile interval is shifted;
 - p-value: exact McNemar (two-sided binomial on the discordant inputs) for the mean of a 0/1
   field; otherwise a paired randomisation test (each input's two values swapped with
   probability 1/2; two-sided, with the +1 correction).
