@@ -8,7 +8,7 @@ the difference (1,000 joint resamples) lies wholly above 0 ("worse") or below ("
 percentile and the basic bootstrap interval. The counts are in docs/protein_metrics.md.
 
 `python -m tasks.protein.calibrate [--draws 200] [--metrics window_jsd,longest_run_w1,...]`
-(the headline on 200 draws: about 5 minutes on one core; the judge is left out: minutes a draw).
+(minutes per metric on an idle core; the judge is left out: it would take minutes a draw).
 """
 import argparse
 import sys
@@ -20,7 +20,6 @@ from tasks.protein import split as S
 from tasks.protein.fasta import read_fasta
 
 SIZE, N_BOOT, SEED = 500, 1000, 7
-CASES = ("null", "substituted 10%", "substituted 30%")
 
 
 def natural_pool():
