@@ -39,6 +39,21 @@ def write_text_atomic(path, text):
     write_atomic(path, lambda handle: handle.write(text.encode("utf-8")))
 
 
+def cached_json(path, make, valid):
+    """The JSON value kept at ``path`` when ``valid(value)`` holds, else ``make()`` (a JSON-ready
+    value) written there and returned as a later read would give it. A cache that cannot be
+    written costs the time only."""
+    stored, problem = load_json(path) if Path(path).is_file() else (None, "absent")
+    if problem is None and valid(stored):
+        return stored
+    text = to_json(make())
+    try:
+        write_text_atomic(path, text)
+    except OSError:
+        pass
+    return json.loads(text)
+
+
 def to_json(data, **options):
     """JSON text of ``data``; NaN or infinity (not JSON) is a one-line error, never written."""
     try:

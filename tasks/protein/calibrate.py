@@ -26,16 +26,14 @@ def natural_pool():
     """Held-out cluster representatives that are not in reference A (reference B among them)."""
     source = read_fasta(S.SOURCE_FASTA)
     sequence_of = dict(zip(source.names, source.sequences))
-    representatives = sorted(S.read_clusters())
-    np.random.default_rng(S.SPLIT_SEED).shuffle(representatives)
-    held = representatives[:int(len(representatives) * S.HELDOUT_SHARE)]
+    held, _ = S.held_out_representatives(S.read_clusters())
     return [sequence_of[r] for r in held[S.REFERENCE_SIZE:]]
 
 
 def calls(diff, replicates):
     """{interval: (worse, better)}: whether each 95% interval of ``diff`` excludes 0 on either side."""
-    low, high = np.percentile(replicates, [2.5, 97.5])
-    return {"percentile": (low > 0, high < 0), "basic": (2 * diff - high > 0, 2 * diff - low < 0)}
+    percentile, basic = np.percentile(replicates, [2.5, 97.5]), L.interval(replicates, diff)
+    return {"percentile": (percentile[0] > 0, percentile[1] < 0), "basic": (basic[0] > 0, basic[1] < 0)}
 
 
 def draw(metric, pool, composition, rng):
@@ -53,18 +51,13 @@ def draw(metric, pool, composition, rng):
     return out
 
 
-def judge_free_metrics():
-    return {m.name: m for m in L.candidate_metrics(read_fasta(S.REFERENCE_A).sequences, with_judge=False)}
-
-
-def calibrate(names, draws):
-    reference = read_fasta(S.REFERENCE_A).sequences
-    metrics = judge_free_metrics()
-    pool, composition = natural_pool(), L.kmer_counts(reference, L.AMINO_ACIDS, 1).sum(0)
-    for name in names:
+def calibrate(metrics, reference, pool, draws):
+    """Print, for each of ``metrics``, how many of ``draws`` draws each interval called worse / better."""
+    composition = L.kmer_counts(reference, L.AMINO_ACIDS, 1).sum(0)
+    for name, metric in metrics.items():
         rng, counts = np.random.default_rng(SEED), {}
         for _ in range(draws):
-            for case, by_interval in draw(metrics[name], pool, composition, rng).items():
+            for case, by_interval in draw(metric, pool, composition, rng).items():
                 for interval, (worse, better) in by_interval.items():
                     tally = counts.setdefault((case, interval), [0, 0])
                     tally[0], tally[1] = tally[0] + worse, tally[1] + better
@@ -78,15 +71,18 @@ def main(argv=None):
     parser.add_argument("--metrics", default="window_jsd,longest_run_w1,low_complexity_w1",
                         help="comma-separated ladder metrics (default: the headline and the judge-free panel)")
     args = parser.parse_args(argv)
-    names, known = [n for n in args.metrics.split(",") if n], judge_free_metrics()
+    reference = read_fasta(S.REFERENCE_A).sequences
+    names = [n for n in args.metrics.split(",") if n]
+    known = {m.name: m for m in L.candidate_metrics(reference, with_judge=False)}
     problem = ("--draws must be at least 1" if args.draws < 1 else
                f"unknown metric {', '.join(n for n in names if n not in known)}; choose from: {', '.join(known)}"
                if any(n not in known for n in names) else None)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    print(f"pool: {len(natural_pool())} natural sequences; {args.draws} draws of two samples of {SIZE}")
-    calibrate(names, args.draws)
+    pool = natural_pool()
+    print(f"pool: {len(pool)} natural sequences; {args.draws} draws of two samples of {SIZE}")
+    calibrate({name: known[name] for name in names}, reference, pool, args.draws)
     return 0
 
 

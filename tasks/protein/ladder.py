@@ -25,7 +25,7 @@ from scipy import sparse
 from bench.checkpoints import cache_dir
 from bench.errors import BenchError
 from bench.paired import jsd_bits, kmer_counts, stat_w1
-from bench.results import load_json, read_records, write_text_atomic
+from bench.results import cached_json, load_json, read_records
 from tasks.protein import metrics as pm
 from tasks.protein.fasta import AMINO_ACIDS, read_fasta
 from tasks.protein.split import REFERENCE_A, REFERENCE_B
@@ -90,15 +90,14 @@ def model_sets(lengths, n_argmax=N_ARGMAX):
     model = load_protein_model(None)
     key = hashlib.sha256(json.dumps([VERSION, model.checkpoint_id, list(map(int, lengths)), n_argmax]).encode())
     path = cache_dir() / "protein" / f"ladder-{key.hexdigest()[:16]}.json"
-    stored, problem = load_json(path) if path.is_file() else (None, "absent")
-    if problem is None and isinstance(stored, dict):
-        return stored
-    print(f"decoding the ladder's model sets (cached in {path})", file=sys.stderr)
-    sets = {"one pass": decode_set(model, lengths, f"topk:k={max(lengths) + 2}", 1.0)}
-    for spec in ARGMAX_SPECS:
-        sets[f"argmax {spec}"] = decode_set(model, lengths[:n_argmax], spec, 0.0)
-    write_text_atomic(path, json.dumps(sets))
-    return sets
+
+    def make():
+        print(f"decoding the ladder's model sets (cached in {path})", file=sys.stderr)
+        sets = {"one pass": decode_set(model, lengths, f"topk:k={max(lengths) + 2}", 1.0)}
+        for spec in ARGMAX_SPECS:
+            sets[f"argmax {spec}"] = decode_set(model, lengths[:n_argmax], spec, 0.0)
+        return sets
+    return cached_json(path, make, lambda stored: isinstance(stored, dict))
 
 
 # --- the metrics --------------------------------------------------------------------------------
@@ -198,13 +197,9 @@ def judge_nll(sequences):
     from tasks.protein.judge import weights_path
     from tasks.protein.task import judge
     key = hashlib.sha256(json.dumps([str(weights_path()), sequences]).encode()).hexdigest()[:16]
-    path = cache_dir() / "protein" / f"ladder-judge-{key}.json"
-    stored, problem = load_json(path) if path.is_file() else (None, "absent")
-    if problem is None and isinstance(stored, list) and len(stored) == len(sequences):
-        return np.array(stored)
-    values = np.array([float(nll.sum()) for nll in judge().residue_nll(sequences)])
-    write_text_atomic(path, json.dumps(values.tolist()))
-    return values
+    return np.array(cached_json(cache_dir() / "protein" / f"ladder-judge-{key}.json",
+                                lambda: [float(nll.sum()) for nll in judge().residue_nll(sequences)],
+                                lambda stored: isinstance(stored, list) and len(stored) == len(sequences)))
 
 
 def each(per_sequence):

@@ -38,14 +38,20 @@ def read_clusters(path=CLUSTERS):
     return clusters
 
 
+def held_out_representatives(clusters, seed=SPLIT_SEED):
+    """(held-out, kept) cluster representatives: a seeded shuffle whose first HELDOUT_SHARE is
+    held out; the first 2 * REFERENCE_SIZE held-out ones are the two reference samples."""
+    reps = sorted(clusters)
+    np.random.default_rng(seed).shuffle(reps)
+    n_held = int(len(reps) * HELDOUT_SHARE)
+    return reps[:n_held], reps[n_held:]
+
+
 def make_split(seed=SPLIT_SEED):
     source = read_fasta(SOURCE_FASTA)
     sequence_of = dict(zip(source.names, source.sequences))
     clusters = read_clusters()
-    reps = sorted(clusters)
-    np.random.default_rng(seed).shuffle(reps)
-    n_held = int(len(reps) * HELDOUT_SHARE)
-    held, kept = reps[:n_held], reps[n_held:]
+    held, kept = held_out_representatives(clusters, seed)
     members = lambda group: [(m, sequence_of[m]) for rep in group for m in clusters[rep]]  # noqa: E731
     as_pairs = lambda group: [(rep, sequence_of[rep]) for rep in group]  # noqa: E731
     return Split(train=members(kept), validation=members(held[2 * REFERENCE_SIZE:]),

@@ -12,7 +12,7 @@ from bench.checkpoints import cache_dir, file_id
 from bench.core import EvalSet, Task
 from bench.provenance import portable_path
 from bench.registry import register_task
-from bench.results import load_json, to_json, write_text_atomic
+from bench.results import cached_json
 from bench.stats import basic_bootstrap_groups, mean_metric
 from tasks.protein import hooks
 from tasks.protein import judge as judge_module
@@ -151,16 +151,8 @@ def cached_floor(sample, reference):
     """``summarize_sequences(sample, reference, None)`` (the judge alone takes about 33 s on 1,000
     sequences), read from ``<cache>/protein/floor-KEY.json`` when a process computed it before
     from the same inputs (``floor_key``), else computed and written there."""
-    path = cache_dir() / "protein" / f"floor-{floor_key(sample, reference)}.json"
-    stored, problem = load_json(path) if path.is_file() else (None, "absent")
-    if problem is None and isinstance(stored, list):
-        return stored
-    text = to_json(summarize_sequences(sample, reference, None))
-    try:
-        write_text_atomic(path, text)
-    except OSError:   # a read-only cache costs the time only
-        pass
-    return json.loads(text)   # the same form a later process reads
+    return cached_json(cache_dir() / "protein" / f"floor-{floor_key(sample, reference)}.json",
+                       lambda: summarize_sequences(sample, reference, None), lambda stored: isinstance(stored, list))
 
 
 def jsd_metric(name, counts, ref_counts, label, k):
@@ -231,16 +223,10 @@ def panel_values(sequences):
 def reference_panel_values(reference):
     """``panel_values(reference)``, kept in the cache like the floor (the judge takes about 16 s on
     500 sequences, which a one-input run should not pay each time)."""
-    path = cache_dir() / "protein" / f"reference-panel-{floor_key([], reference)}.json"
-    stored, problem = load_json(path) if path.is_file() else (None, "absent")
-    if problem is None and isinstance(stored, dict) and set(stored) == set(PANEL):
-        return {name: np.asarray(values, float) for name, values in stored.items()}
-    values = panel_values(reference)
-    try:
-        write_text_atomic(path, json.dumps({name: v.tolist() for name, v in values.items()}))
-    except OSError:   # a read-only cache costs the time only
-        pass
-    return values
+    stored = cached_json(cache_dir() / "protein" / f"reference-panel-{floor_key([], reference)}.json",
+                         lambda: {name: v.tolist() for name, v in panel_values(reference).items()},
+                         lambda stored: isinstance(stored, dict) and set(stored) == set(PANEL))
+    return {name: np.asarray(values, float) for name, values in stored.items()}
 
 
 def summarize_sequences(sequences, reference, passes):
