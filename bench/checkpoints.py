@@ -1,5 +1,5 @@
-"""Files besides results: weights (atomic writes, clear errors, a content hash as identity),
-input text files (one-line errors for binary or non-UTF-8 data), the cache folder."""
+"""Files besides results: weights (atomic writes, clear errors, a content hash as identity) and
+the cache folder. Every file is read through bench.files (regular files within a size limit)."""
 import functools
 import hashlib
 import os
@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from bench.errors import BenchError
+from bench.files import CACHE_LIMIT, CHECKPOINT_LIMIT, HELPER_LIMIT, MissingFile, checked_path, sha256_of
 from bench.results import write_atomic
 
 
@@ -24,11 +25,13 @@ def save_atomic(path, payload):
     write_atomic(path, lambda handle: torch.save(payload, handle))
 
 
-def load_payload(path, what, how_to_make):
-    """torch.load a checkpoint dict, or raise a one-line BenchError naming the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise BenchError(f"{what} checkpoint not found: {path} (make it with: {how_to_make})")
+def load_payload(path, what, how_to_make, limit=CHECKPOINT_LIMIT):
+    """torch.load a checkpoint dict of at most ``limit`` bytes, or raise a one-line BenchError
+    naming the file."""
+    try:
+        path = checked_path(path, f"{what} checkpoint", limit)
+    except MissingFile as err:
+        raise BenchError(f"{err} (make it with: {how_to_make})") from None
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # a foreign or damaged file makes the unpickler raise almost anything
@@ -39,35 +42,16 @@ def load_payload(path, what, how_to_make):
     return payload
 
 
-def read_text_file(path, what):
-    """The text of an input file (UTF-8, a leading byte-order mark allowed); a one-line BenchError
-    when it is missing, unreadable, binary or not UTF-8."""
-    path = Path(path)
-    if not path.is_file():
-        raise BenchError(f"{what} not found: {path}")
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise BenchError(f"{what} {path} cannot be read ({err.strerror})") from None
-    if b"\0" in data:
-        raise BenchError(f"{what} {path} is binary (it holds NUL bytes), not text")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise BenchError(f"{what} {path} is not UTF-8 text "
-                         f"(byte {data[err.start]:#04x} at offset {err.start})") from None
-
-
-def file_id(path):
+def file_id(path, what="file", limit=CHECKPOINT_LIMIT):
     """First 12 hex digits of the file's SHA-256: the identity results record. Hashed once per
     process while the file (inode, size, modification time) stays the same."""
-    stat = Path(path).stat()
-    return _content_id(str(Path(path).resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    stat = checked_path(path, what, limit).stat()
+    return _content_id(str(Path(path).resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns, what, limit)
 
 
 @functools.lru_cache(maxsize=256)
-def _content_id(path, inode, size, mtime_ns):
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+def _content_id(path, inode, size, mtime_ns, what, limit):
+    return sha256_of(path, what, limit)[:12]
 
 
 def cached_arrays(name, depends_on, make):
@@ -78,10 +62,10 @@ def cached_arrays(name, depends_on, make):
     key = hashlib.sha256(" ".join(file_id(path) for path in depends_on).encode()).hexdigest()[:16]
     path = cache_dir() / f"{name}-{key}.npz"
     try:
-        with np.load(path, allow_pickle=False) as stored:
+        with np.load(checked_path(path, "cached arrays", CACHE_LIMIT), allow_pickle=False) as stored:
             return {field: stored[field] for field in stored.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
-        pass    # absent or damaged: made again below
+    except (BenchError, OSError, ValueError, EOFError, zipfile.BadZipFile):
+        pass    # absent, damaged or no regular file: made again below
     arrays = make()
     try:
         write_atomic(path, lambda handle: np.savez(handle, **arrays))
@@ -107,7 +91,7 @@ def load_helper(path, what, how_to_make, model_id, build):
 
     The file must record ``model_id``, the checkpoint of the model it was trained on.
     """
-    payload = load_payload(path, what, how_to_make)
+    payload = load_payload(path, what, how_to_make, HELPER_LIMIT)
     if payload.get("model_id") != model_id:
         raise BenchError(f"{what} {path} was trained for model {payload.get('model_id')}, "
                          f"not the model in use ({model_id}); retrain it with: {how_to_make}")

@@ -21,6 +21,7 @@ system they share with the driver; each cell works in the driver's current folde
 """
 import contextlib
 import fcntl
+import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -32,10 +33,10 @@ from bench.errors import BenchError
 from bench.models import load_model
 from bench.presets import plan
 from bench.registry import make_task, parse_strategy
-from bench.results import append_records, read_records
-from bench.runner import (check_arguments, check_out_dir, command_line, complete_run, completed_batches,
-                          decode_batches, decode_run, inputs_line, make_tasks, parse_specs, prepare, print_floor,
-                          remake_command, result_paths, run_config, verify_run)
+from bench.results import append_batch, records_path, run_id, run_records
+from bench.runner import (batch_rows_of, check_arguments, check_out_dir, command_line, complete_run,
+                          completed_batches, decode_batches, decode_run, inputs_line, make_tasks, parse_specs, prepare,
+                          print_floor, remake_command, result_paths, run_config, verify_run)
 from bench.table import render_text
 
 MAX_RETRIES = 3   # a cell whose worker dies is run again this many times
@@ -77,8 +78,9 @@ def run_cell(cell):
     try:
         task, model, eval_set, strategy, config = worker_parts(cell)
         if cell["kind"] == "verify":
-            records = read_records(cell["records"])
-            return "verified", verify_run(task, model, eval_set, strategy, records, cell["verify"], cell["label"],
+            summary = json.loads(cell["summary"])
+            found = summary, run_records(summary, records_path(cell["summary_path"], summary))
+            return "verified", verify_run(task, model, eval_set, strategy, found, cell["verify"], cell["label"],
                                           cell["remake"], cell["seed"])
         decode_batches(task, model, eval_set, strategy, config, Path(cell["partial"]), cell["label"],
                        batches=set(cell["batches"]))
@@ -144,19 +146,19 @@ def shard_path(partial_path, batches):
                                   + f".shard-{batches[0]}-{batches[-1]}.partial.jsonl")
 
 
-def gather_shards(partial_path, batch_rows):
-    """Merge the complete batches of the run's shard files into its partial file, then remove the
-    shard files; returns the batch numbers now complete."""
-    _, done = completed_batches(partial_path, batch_rows)
+def gather_shards(partial_path, config, batch_rows):
+    """Merge the finished batches of the run's shard files into its partial file (each batch line
+    checked as the local executor checks its own), then remove the shard files; returns the batch
+    numbers now complete."""
+    done = completed_batches(partial_path, config, batch_rows)
     stem = partial_path.name.replace(".partial.jsonl", "")
     for shard in sorted(partial_path.parent.glob(stem + SHARD_GLOB)):
-        records, finished = completed_batches(shard, batch_rows)
-        new = [r for r in records if r["batch"] in finished - done]
-        if new:
-            append_records(partial_path, sorted(new, key=lambda r: (r["batch"], r["index"])))
-        done |= finished
+        for batch, records in sorted(completed_batches(shard, config, batch_rows).items()):
+            if batch not in done:
+                append_batch(partial_path, run_id(config), batch, records)
+                done[batch] = records
         shard.unlink()
-    return done
+    return set(done)
 
 
 @dataclass
@@ -242,9 +244,8 @@ class Driver:
         """Send out the cells of ``run``: one verify cell if it is complete, else its missing shards."""
         run.found = complete_run(run.config, run.paths, run.label)
         if run.found is None and self.lock(run) and run.found is None:
-            n, size = len(run.eval_set), self.args.batch_size
-            batch_rows = [range(i, min(i + size, n)) for i in range(0, n, size)]
-            done = gather_shards(run.paths[2], batch_rows)
+            batch_rows = batch_rows_of(len(run.eval_set), self.args.batch_size)
+            done = gather_shards(run.paths[2], run.config, batch_rows)
             todo = [b for b in range(len(batch_rows)) if b not in done]
             for batches in shard_ranges(todo, self.args.shards):
                 cell = {**base_cell(run, self.args, self.where, self.cwd), "kind": "decode", "batches": batches,
@@ -255,7 +256,7 @@ class Driver:
             command = command_line(run.task, run.seed, run.limit, self.args.batch_size, self.args.out,
                                    self.args.data, self.args.model, self.where)
             cell = {**base_cell(run, self.args, self.where, self.cwd), "kind": "verify", "verify": self.args.verify,
-                    "records": str(run.paths[1].resolve()),
+                    "summary_path": str(run.paths[0].resolve()), "summary": json.dumps(run.found[0]),
                     "remake": remake_command(run.paths, run.strategy, command)}
             self.submit(run, cell)
         else:
@@ -278,9 +279,8 @@ class Driver:
                 run.device = run.device or value
                 print(f"  {run.label}: batches {cell['batches'][0]}-{cell['batches'][-1]} done", file=sys.stderr)
         if run.found is None:
-            n, size = len(run.eval_set), self.args.batch_size
-            batch_rows = [range(i, min(i + size, n)) for i in range(0, n, size)]
-            missing = len(batch_rows) - len(gather_shards(run.paths[2], batch_rows))
+            batch_rows = batch_rows_of(len(run.eval_set), self.args.batch_size)
+            missing = len(batch_rows) - len(gather_shards(run.paths[2], run.config, batch_rows))
             if missing:   # never decoded here: the driver's model is on the CPU
                 raise BenchError(f"{run.label}: {missing} batches missing after its cells finished; rerun the "
                                  f"same command to decode them")

@@ -14,7 +14,7 @@ from tqdm import tqdm
 from bench.errors import BenchError
 from bench.provenance import provenance
 from bench.registry import TASKS, load_plugins, lookup
-from bench.results import read_records, read_result, write_text_atomic
+from bench.results import check_records, read_result, records_path, write_text_atomic
 from bench.runner import aux_pass_metrics
 
 
@@ -53,9 +53,9 @@ def rescore(results_dir="results", task_name=None, headline_only=False):
         if headline_only:
             done += point_headline(path, summary, task)
             continue
-        records = read_records(path.with_name(summary["records_file"]))
-        if len(records) != summary["n_samples"]:
-            print(f"  skipped {path}: {len(records)} records for {summary['n_samples']} samples", file=sys.stderr)
+        records, problem = check_records(summary, records_path(path, summary))
+        if problem:
+            print(f"  skipped {path}: {problem}", file=sys.stderr)
             continue
         summary["metrics"] = task.summarize(records) + aux_pass_metrics(records)
         summary["headline"] = task.headline        # a task whose headline changed ranks old runs on the new one

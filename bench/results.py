@@ -1,8 +1,16 @@
 """Result files: one JSON summary + one JSONL of per-sample records per run, written atomically.
 
+This module is the results store: it finds, loads, saves and checks result files, partials
+included, and every reader (run, executor, report, compare, rescore, verdicts) goes through it.
+
 A summary records how many records its JSONL holds (``n_samples``) and the JSONL's SHA-256
-(``records_sha256``), so a truncated or altered records file is found and its run redone.
-Summaries written before the checksum existed are checked by their record count alone.
+(``records_sha256``), so a truncated or altered records file is found: ``bench run`` redoes the
+run, every other reader refuses it in one line. A summary without the checksum is not complete.
+
+A run in progress appends each finished batch as one line of its ``.partial.jsonl``: the run's
+identity (``run_id`` of its config), the batch number, the SHA-256 of the batch's records and
+the records. A batch of another run, an edited one or one cut by a kill is discarded on reading,
+said in one line, and decoded again.
 """
 import hashlib
 import json
@@ -12,9 +20,12 @@ import uuid
 from pathlib import Path
 
 from bench.errors import BenchError
+from bench.files import MiB, read_bytes
 
 SCHEMA_VERSION = 1
 SUMMARY_KEYS = ("task", "label", "config", "metrics")  # what makes a JSON object a run summary
+RECORDS_LIMIT = 1024 * MiB   # a records or partial file: 1,000,000 inputs of 1 KB each
+SUMMARY_LIMIT = 64 * MiB     # a summary (the committed ones are 2-40 KB) or another JSON file of results
 
 
 def write_atomic(path, write):
@@ -71,13 +82,69 @@ def text_digest(text):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def append_records(path, records):
-    """Append records to a partial JSONL; a line cut by a kill is dropped on reading."""
+def run_id(config):
+    """The identity of a run: the SHA-256 of its config (the result files' names hold its head)."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+
+
+def batch_line(config_id, batch, records):
+    """One partial-file line: a finished batch with its run's identity and its own checksum."""
+    text = records_text(records)
+    return to_json({"run": config_id, "batch": batch, "sha256": text_digest(text), "records": records}) + "\n"
+
+
+def append_batch(path, config_id, batch, records):
+    """Append a finished batch to a run's partial file (one line; a line cut by a kill is
+    discarded on reading)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as handle:
-        handle.write(records_text(records))
+        handle.write(batch_line(config_id, batch, records))
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def batch_problem(line, config_id, batch_rows):
+    """Why a partial-file line is not a finished batch of this run (a phrase), or None."""
+    try:
+        entry = json.loads(line)
+    except json.JSONDecodeError:
+        return "is cut short or not JSON"
+    if not isinstance(entry, dict) or not isinstance(entry.get("records"), list):
+        return "is not a batch line"
+    if entry.get("run") != config_id:
+        return "belongs to another run"
+    batch = entry.get("batch")
+    if not isinstance(batch, int) or isinstance(batch, bool) or not 0 <= batch < len(batch_rows):
+        return f"names batch {batch!r}, not one of this run's {len(batch_rows)}"
+    records = entry["records"]
+    if not all(isinstance(r, dict) for r in records) or text_digest(records_text(records)) != entry.get("sha256"):
+        return "does not match its checksum"
+    if [r.get("index") for r in records] != list(batch_rows[batch]) or any(r.get("batch") != batch for r in records):
+        return f"does not hold the inputs of batch {batch}"
+    return None
+
+
+def read_batches(path, config_id, batch_rows):
+    """({batch number: records} of the finished batches of run ``config_id`` in its partial file,
+    one line per discarded line: why). ``batch_rows[b]`` are the eval-set indices of batch b."""
+    try:
+        text = read_bytes(path, "partial results file", RECORDS_LIMIT).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return {}, []
+    batches, discarded = {}, []
+    for number, line in enumerate(text.splitlines(), 1):
+        problem = batch_problem(line, config_id, batch_rows)
+        if problem is None:
+            entry = json.loads(line)
+            batches.setdefault(entry["batch"], entry["records"])
+        else:
+            discarded.append(f"{path} line {number} {problem}; discarded, its batch is decoded again")
+    return batches, discarded
+
+
+def write_batches(path, config_id, batches):
+    """Rewrite a partial file to hold just ``batches`` ({number: records}), so appends start clean."""
+    write_text_atomic(path, "".join(batch_line(config_id, b, batches[b]) for b in sorted(batches)))
 
 
 def parse_records(text):
@@ -96,40 +163,59 @@ def parse_records(text):
 
 
 def read_records(path):
-    """Complete records of a (possibly partial or damaged) JSONL file; [] when it is absent."""
+    """Complete records of a (possibly damaged) JSONL file; [] when it is absent. For a run's
+    records use ``run_records``, which checks them against their summary."""
     try:
-        data = Path(path).read_bytes()
+        data = read_bytes(path, "records file", RECORDS_LIMIT)
     except FileNotFoundError:
         return []
     return parse_records(data.decode("utf-8", errors="replace"))
 
 
 def check_records(summary, records_path):
-    """(records, None) when the records file matches its summary, else (None, why not: a phrase).
-
-    The checksum is compared where the summary has one; the record count always."""
+    """(records, None) when the records file matches its summary (record count and checksum),
+    else (None, why not: a phrase)."""
+    expected = summary.get("records_sha256")
+    if expected is None:
+        return None, "its summary has no records_sha256 to check its records against"
     try:
-        data = Path(records_path).read_bytes()
+        data = read_bytes(records_path, "records file", RECORDS_LIMIT)
     except FileNotFoundError:
         return None, "its records file is missing"
-    except OSError as err:
-        return None, f"its records file cannot be read ({err.strerror})"
+    except BenchError as err:   # not a regular file, too large, unreadable
+        return None, f"its records file cannot be used ({err})"
+    if hashlib.sha256(data).hexdigest() != expected:
+        return None, "its records file does not match the checksum in the summary"
     records = parse_records(data.decode("utf-8", errors="replace"))
     if len(records) != summary.get("n_samples") or len(data.splitlines()) != len(records):
         return None, (f"its records file holds {len(records)} complete records, "
                       f"the summary counts {summary.get('n_samples')}")
-    expected = summary.get("records_sha256")
-    if expected is not None and hashlib.sha256(data).hexdigest() != expected:
-        return None, "its records file does not match the checksum in the summary"
     return records, None
+
+
+def records_path(summary_path, summary):
+    """Where a run's records lie: beside its summary, under the name the summary gives."""
+    return Path(summary_path).parent / str(summary.get("records_file", ""))
+
+
+def run_records(summary, records_file):
+    """The records of a complete run, sorted by input index, checked against its summary; a
+    missing, short or altered records file is a one-line error naming it."""
+    records, problem = check_records(summary, records_file)
+    if problem:
+        raise BenchError(f"{records_file}: {problem.removeprefix('its records file ')}; "
+                         f"remake the run (bench run) or restore its files")
+    return sorted(records, key=lambda r: r["index"])
 
 
 def load_json(path):
     """(data, None) or (None, why the file cannot be read: a phrase)."""
     try:
-        return json.loads(Path(path).read_bytes().decode("utf-8")), None
-    except OSError as err:
-        return None, f"cannot be read ({err.strerror})"
+        return json.loads(read_bytes(path, "result file", SUMMARY_LIMIT).decode("utf-8")), None
+    except FileNotFoundError:
+        return None, "cannot be read (No such file or directory)"
+    except BenchError as err:   # not a regular file, too large, unreadable
+        return None, f"cannot be read ({str(err).removeprefix(f'result file {path} ')})"
     except UnicodeDecodeError:
         return None, "is not UTF-8 text"
     except json.JSONDecodeError as err:

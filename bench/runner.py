@@ -28,10 +28,10 @@ from bench.device import model_placement, place, placement
 from bench.errors import BenchError
 from bench.models import is_import_spec, load_model, probe
 from bench.presets import plan
-from bench.provenance import provenance
+from bench.provenance import describe_numerics, numerics, provenance
 from bench.registry import canonical, make_task, parse_strategy, split_specs
-from bench.results import (SCHEMA_VERSION, append_records, check_records, load_json, read_records, records_text,
-                           summary_problem, text_digest, to_json, write_text_atomic)
+from bench.results import (SCHEMA_VERSION, append_batch, check_records, load_json, read_batches, records_text,
+                           run_id, summary_problem, text_digest, to_json, write_batches, write_text_atomic)
 from bench.stats import mean_metric
 from bench.table import render_text
 
@@ -39,6 +39,10 @@ SEED_MAX = 2 ** 32 - 1  # numpy's and torch's generators take seeds in [0, 2**32
 DEFAULT_BATCH_SIZE = 250
 DEFAULT_VERIFY = 4      # inputs of a run found complete that are decoded again to check it
 VOLATILE = ("batch", "batch_seconds")  # record fields that depend on the batching or the clock
+# How far a float of a record decoded again may be from the stored one: another CPU or BLAS sums
+# float32 in another order (a protein log q of -187.068882 against -187.068891 across machines).
+# Records round floats to 6 decimals, hence the absolute part; discrete fields compare exactly.
+FLOAT_RTOL, FLOAT_ATOL = 1e-5, 1e-5
 
 
 def run_config(task, model, eval_set, strategy, seed, limit, batch_size):
@@ -58,7 +62,7 @@ def run_config(task, model, eval_set, strategy, seed, limit, batch_size):
 
 def result_paths(out_dir, config):
     """(summary .json, records .jsonl, in-progress .partial.jsonl) of a run."""
-    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
+    digest = run_id(config)[:10]
     slug = re.sub(r"[^A-Za-z0-9.]+", "_", config["strategy_spec"]).strip("_")
     stem = str(Path(out_dir) / config["task"] / f"{slug}-seed{config['seed']}-{digest}")
     return Path(stem + ".json"), Path(stem + ".jsonl"), Path(stem + ".partial.jsonl")  # slugs may hold dots
@@ -80,6 +84,12 @@ def check_arguments(args):
     for flag, text in (("--tasks", args.tasks), ("--strategies", args.strategies)):
         if text is not None and not split_specs(text):
             raise BenchError(f"{flag} is empty; name at least one (`python -m bench list` shows them)")
+    # an empty path would mean the current folder (--out) or the task's default (--data, --model)
+    for flag, text, instead in (("--out", args.out, "a results folder"),
+                                ("--data", getattr(args, "data", None), "a data file, or leave --data out"),
+                                ("--model", getattr(args, "model", None), "a checkpoint, or leave --model out")):
+        if text is not None and not text.strip():
+            raise BenchError(f"{flag} is empty; name {instead}")
 
 
 def check_executor(args):
@@ -108,17 +118,32 @@ def parse_specs(specs):
 
 def check_out_dir(out, task_names):
     """Each task's results folder must be a folder this process can write into: checked first,
-    so that a bad --out never costs decoded batches."""
+    so that a bad --out never costs decoded batches. Folders made for the check are removed
+    again (every writer makes the folders it writes into), so a later error leaves nothing."""
+    if not str(out).strip():
+        raise BenchError("--out is empty; name a results folder")
     if Path(out).exists() and not Path(out).is_dir():
         raise BenchError(f"--out {out} is a file, not a folder")
     for name in task_names:
         folder = Path(out) / name
+        made = [path for path in (folder, *folder.parents) if not path.exists()]   # deepest first
         try:
             folder.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryFile(dir=folder):
                 pass
         except OSError as err:
             raise BenchError(f"--out {out}: cannot write results into {folder} ({err.strerror or err})") from None
+        finally:
+            remove_empty_folders(made)
+
+
+def remove_empty_folders(folders):
+    """Remove ``folders`` (deepest first) while they are empty; another process may have written into one."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def set_temperature(tasks, temperature):
@@ -130,6 +155,11 @@ def set_temperature(tasks, temperature):
         if task.temperature == 0 and temperature != 0:
             raise BenchError(f"--temperature: task {task.name} decodes argmax values (temperature 0); "
                              f"only sampling tasks take another temperature")
+        if temperature == 0 and getattr(task, "needs_sampling", False):
+            # its metrics read log q of sampled values, which argmax decoding does not give: found
+            # here, not when the run's records are summarised after decoding
+            raise BenchError(f"--temperature 0: task {task.name} scores sampled values (its metrics read "
+                             f"their log-probabilities); give a temperature > 0")
         task.temperature = float(temperature)   # an instance attribute: run_config records it
     return tasks
 
@@ -181,34 +211,37 @@ def decode_rows(task, model, eval_set, strategy, rows, seed):
     return records, result.seconds
 
 
-def completed_batches(partial_path, batch_rows):
-    """Records of fully written batches; the partial file is rewritten to hold just those."""
-    records = read_records(partial_path)
-    counts = {}
-    for record in records:
-        counts[record.get("batch")] = counts.get(record.get("batch"), 0) + 1
-    done = {b for b, c in counts.items() if isinstance(b, int) and 0 <= b < len(batch_rows) and c == len(batch_rows[b])}
-    kept = [r for r in records if r.get("batch") in done]
-    if Path(partial_path).exists():  # drop a batch cut short, so appends start on a clean line
-        write_text_atomic(partial_path, records_text(kept))
-    return kept, done
+def batch_rows_of(n, size):
+    """The eval-set rows of each batch of a run of ``n`` inputs at batch size ``size``."""
+    return [torch.arange(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def completed_batches(partial_path, config, batch_rows):
+    """({batch number: records} of this run's finished batches in ``partial_path``). Lines that
+    are not (another run's, edited, cut by a kill) are named on stderr and dropped: the partial
+    file is rewritten to hold just the kept batches, so appends start on a clean line."""
+    rows = [r.tolist() for r in batch_rows]
+    batches, discarded = read_batches(partial_path, run_id(config), rows)
+    for line in discarded:
+        print(f"  {line}", file=sys.stderr)
+    if discarded:
+        write_batches(partial_path, run_id(config), batches)
+    return batches
 
 
 def decode_batches(task, model, eval_set, strategy, config, partial_path, label, batches=None):
     """Decode every batch not yet in the partial file (of ``batches``, batch numbers; None: all),
-    appending its records as it finishes. A shard of a run (bench.executor) is some batches."""
-    n, size = len(eval_set), config["batch_size"]
-    batch_rows = [torch.arange(i, min(i + size, n)) for i in range(0, n, size)]
-    records, done = completed_batches(partial_path, batch_rows)
-    for batch, rows in enumerate(tqdm(batch_rows, desc=f"{task.name} {label}", unit="batch", leave=False)):
-        if batch in done or (batches is not None and batch not in batches):
-            continue
-        new, seconds = decode_rows(task, model, eval_set, strategy, rows, config["seed"])
+    appending each as it finishes. A shard of a run (bench.executor) is some batches."""
+    batch_rows = batch_rows_of(len(eval_set), config["batch_size"])
+    done = completed_batches(partial_path, config, batch_rows)
+    todo = [b for b in range(len(batch_rows)) if b not in done and (batches is None or b in batches)]
+    for batch in tqdm(todo, desc=f"{task.name} {label}", unit="batch", leave=False):
+        new, seconds = decode_rows(task, model, eval_set, strategy, batch_rows[batch], config["seed"])
         for record in new:
             record.update(batch=batch, batch_seconds=seconds)
-        append_records(partial_path, new)
-        records += new
-    return sorted(records, key=lambda r: r["index"])
+        append_batch(partial_path, run_id(config), batch, new)
+        done[batch] = new
+    return sorted((r for records in done.values() for r in records), key=lambda r: r["index"])
 
 
 AUX_PASS_METRICS = ("probe_passes",)  # record names of passes a strategy spends besides decoding
@@ -303,22 +336,60 @@ def verify_rows(n, count):
     return sorted({round(i * (n - 1) / max(count - 1, 1)) for i in range(count)})
 
 
-def record_difference(stored, new):
-    """'passes 13, stored 12' for the first field of ``new`` that differs from ``stored``, or ''."""
+def field_difference(key, stored, new, worst):
+    """Why field ``key`` of a record decoded again differs from its stored value ('' when it does
+    not): what is discrete (ints, bools, text, lists of them) must be equal, a float within
+    FLOAT_RTOL/FLOAT_ATOL. ``worst`` ([deviation, key]) keeps the largest float deviation seen."""
+    if isinstance(stored, list) and isinstance(new, list) and len(stored) == len(new):
+        return next((d for a, b in zip(stored, new) if (d := field_difference(key, a, b, worst))), "")
+    floats = isinstance(stored, float) or isinstance(new, float)
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (stored, new))
+    if not (floats and numbers):
+        same = type(stored) is type(new) and stored == new   # True == 1 in Python; not in a record
+        return "" if same else f"{key} {str(new)[:40]}, stored {str(stored)[:40]}"
+    deviation = abs(new - stored)
+    if deviation > worst[0]:
+        worst[:] = [deviation, key]
+    if deviation <= FLOAT_ATOL + FLOAT_RTOL * abs(stored):
+        return ""
+    return (f"{key} {new!r}, stored {stored!r}: off by {deviation:.3g}, beyond the float tolerance "
+            f"(rtol {FLOAT_RTOL:g}, atol {FLOAT_ATOL:g})")
+
+
+def record_difference(stored, new, worst):
+    """'passes 13, stored 12' for the first field of ``new`` that differs from ``stored`` beyond
+    what reproduction allows (``field_difference``), or ''."""
     if stored is None:
         return "no stored record"
     new = json.loads(to_json(new))  # as it would be stored: tuples become lists
     for key in sorted(set(stored) | set(new)):
-        if key not in VOLATILE and stored.get(key) != new.get(key):
-            return f"{key} {str(new.get(key))[:40]}, stored {str(stored.get(key))[:40]}"
+        if key in VOLATILE:
+            continue
+        if key not in stored or key not in new:
+            return f"field {key} is {'new' if key in new else 'gone'}"
+        difference = field_difference(key, stored[key], new[key], worst)
+        if difference:
+            return difference
     return ""
 
 
-def verify_run(task, model, eval_set, strategy, records, count, label, remake, seed):
-    """Decode ``count`` inputs of a complete run of ``seed`` again: they must give its stored
-    records exactly. Returns a note for the run's line. Runs that draw random numbers (sampled
-    values, a sampling strategy) are checked too: each input draws from its own stream, so the
-    inputs decoded alone draw what they drew in their batch."""
+def platform_note(summary):
+    """Where the run was made, when that is not where it is checked now: floats may then differ
+    in their last digits (another CPU or BLAS sums in another order)."""
+    made, here = summary.get("provenance", {}).get("numerics"), numerics()
+    if made == here:
+        return ""
+    made_text = describe_numerics(made) if made else "a platform it did not record"
+    return f"; made on {made_text}, checked on {describe_numerics(here)}"
+
+
+def verify_run(task, model, eval_set, strategy, found, count, label, remake, seed):
+    """Decode ``count`` inputs of a complete run (``found``: its summary and records) of ``seed``
+    again: discrete fields must equal the stored records, floats agree within the stated
+    tolerance. Returns a note for the run's line, with the largest float deviation seen. Runs that
+    draw random numbers (sampled values, a sampling strategy) are checked too: each input draws
+    from its own stream, so the inputs decoded alone draw what they drew in their batch."""
+    summary, records = found
     if count == 0:
         return "not verified (--verify 0)"
     if task.temperature > 0 and records and "log_q" not in records[0]:
@@ -327,13 +398,15 @@ def verify_run(task, model, eval_set, strategy, records, count, label, remake, s
     rows = verify_rows(len(eval_set), count)
     stored = {r["index"]: r for r in records}
     new, _ = decode_rows(task, model, eval_set, strategy, torch.tensor(rows), seed)
+    worst = [0.0, None]
     for record in new:
-        difference = record_difference(stored.get(record["index"]), record)
+        difference = record_difference(stored.get(record["index"]), record, worst)
         if difference:
             raise BenchError(f"{label}: the stored result does not reproduce (input {record['index']}: "
-                             f"{difference}); remake it with: {remake}")
+                             f"{difference}){platform_note(summary)}; remake it with: {remake}")
     drawn = " (their random draws included)" if draws_randomly(task, strategy) else ""
-    return f"{len(rows)} inputs decoded again reproduce it{drawn}"
+    floats = f"; largest float deviation {worst[0]:.2g} ({worst[1]})" if worst[1] else ""
+    return f"{len(rows)} inputs decoded again reproduce it{drawn}{floats}{platform_note(summary)}"
 
 
 def remake_command(paths, strategy, command):
@@ -355,12 +428,11 @@ def run_one(task, model, eval_set, strategy, label, seed, limit, batch_size, out
             found = complete_run(config, paths, label, say=False)  # another process may have made it
             if found is None:
                 return decode_run(task, model, eval_set, strategy, config, paths, label)
-    summary, records = found
     command = command or command_line(task, seed, limit, batch_size, out_dir)
-    note = verify_run(task, model, eval_set, strategy, records, verify, label, remake_command(paths, strategy, command),
+    note = verify_run(task, model, eval_set, strategy, found, verify, label, remake_command(paths, strategy, command),
                       seed)
     print(f"  {label}: complete already ({paths[0]}); {note}", file=sys.stderr)
-    return summary
+    return found[0]
 
 
 # --- the command ----------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import numpy as np
 
 from bench.paired import (DISTANCES, N_BOOT, PerInput, better_sign, chunked, paired_difference, per_input,
                           replicate_indices)
-from bench.results import read_records
+from bench.results import run_records
 from bench.table import metric_of
 
 AREA_POINTS = 25  # log-spaced budgets the frontier area averages over
@@ -41,9 +41,9 @@ def load_runs(results, root):
     index, runs = records_index(root), []
     for result in results:
         path = index.get(result.get("records_file", ""))
-        records = sorted(read_records(path), key=lambda r: r["index"]) if path else []
-        if not records or len(records) != result["n_samples"]:
+        if path is None:
             continue
+        records = run_records(result, path)
         quality = per_input(metric_of(result, result["headline"]), records)
         passes = per_input({"name": "passes", "higher_is_better": False,
                             "per_input": {"statistic": "mean", "fields": ["passes"]}}, records)

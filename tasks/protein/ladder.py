@@ -25,7 +25,7 @@ from scipy import sparse
 from bench.checkpoints import cache_dir
 from bench.errors import BenchError
 from bench.paired import jsd_bits, kmer_counts, stat_w1
-from bench.results import cached_json, load_json, read_records
+from bench.results import cached_json, load_json, records_path, run_records
 from tasks.protein import metrics as pm
 from tasks.protein.fasta import AMINO_ACIDS, read_fasta
 from tasks.protein.split import REFERENCE_A, REFERENCE_B
@@ -370,7 +370,7 @@ def committed_runs(results_dir):
             continue
         spec = summary["config"]["strategy_spec"]
         if spec in RUNS and summary["n_samples"] == 500 and summary["config"].get("temperature") == 1.0:
-            records = sorted(read_records(path.with_name(summary["records_file"])), key=lambda r: r["index"])
+            records = run_records(summary, records_path(path, summary))
             found[spec] = [r["sequence"] for r in records]
     return {spec: found[spec] for spec in RUNS if spec in found}
 
