@@ -12,7 +12,7 @@ import importlib
 import math
 import os
 import pkgutil
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 
 from bench.errors import BenchError
 
@@ -22,6 +22,7 @@ TASKS = {}
 COMMANDS = {}    # name -> Command
 TRAINERS = {}    # `bench train NAME` targets besides task names -> Trainer
 REPORTS = {}     # name -> draw(results_dir, out_dir) -> written paths: plugin sections of `bench report`
+ORIGINS = {}     # (kind, name) -> where the registered definition lives, to refuse a second one
 
 
 @dataclass(frozen=True)
@@ -41,22 +42,56 @@ class Trainer:
     run: object
 
 
+def where(obj):
+    """'strategies.topk.TopK': the module and name a registered object is defined by."""
+    return f"{obj.__module__}.{getattr(obj, '__qualname__', getattr(obj, '__name__', repr(obj)))}"
+
+
+def claim(kind, registry, name, obj, origin=None):
+    """Put ``obj`` in ``registry`` under ``name``; a name another definition holds is refused in
+    one line naming both (the same definition imported again, a module reloaded, replaces itself).
+    ``origin``: the function or class that defines it (default ``obj``)."""
+    origin = origin or obj
+    held = ORIGINS.get((kind, name))
+    if held is not None and held != where(origin):
+        raise BenchError(f"{kind} {name!r} is registered twice: by {held} and by {where(origin)}; "
+                         f"rename one of them")
+    ORIGINS[(kind, name)] = where(origin)
+    registry[name] = obj
+    return obj
+
+
+def check_class(kind, cls, base):
+    """A registered class must subclass ``base`` and carry a ``name`` string; a strategy must be a
+    dataclass (its fields are its parameters)."""
+    if not isinstance(cls, type) or not issubclass(cls, base):
+        raise BenchError(f"{kind} {where(cls)} must subclass {where(base)} to be registered")
+    if kind == "strategy" and not is_dataclass(cls):
+        raise BenchError(f"{kind} {where(cls)} must be a dataclass (decorate it with @dataclass "
+                         f"below @register_{kind}): its fields are its parameters")
+    if not isinstance(cls.__dict__.get("name"), str) or not cls.__dict__["name"]:
+        raise BenchError(f"{kind} {where(cls)} needs a class attribute name = '...' of its own")
+
+
 def register_strategy(cls):
-    """Class decorator: make a strategy dataclass reachable by its ``name``."""
-    STRATEGIES[cls.name] = cls
-    return cls
+    """Class decorator: make a strategy dataclass reachable by its ``name`` (checked: a Strategy
+    subclass, a dataclass, a name no other module holds)."""
+    from bench.core import Strategy
+    check_class("strategy", cls, Strategy)
+    return claim("strategy", STRATEGIES, cls.name, cls)
 
 
 def register_task(cls):
-    """Class decorator: make a task reachable by its ``name``."""
-    TASKS[cls.name] = cls
-    return cls
+    """Class decorator: make a task reachable by its ``name`` (checked like a strategy)."""
+    from bench.core import Task
+    check_class("task", cls, Task)
+    return claim("task", TASKS, cls.name, cls)
 
 
 def register_command(name, help, add_arguments):
     """Decorator: ``run(args)`` becomes `bench NAME`, its arguments declared by ``add_arguments(parser)``."""
     def add(run):
-        COMMANDS[name] = Command(name, help, add_arguments, run)
+        claim("command", COMMANDS, name, Command(name, help, add_arguments, run), origin=run)
         return run
     return add
 
@@ -64,7 +99,7 @@ def register_command(name, help, add_arguments):
 def register_trainer(name, help):
     """Decorator: ``run(task, settings, out)`` becomes `bench train NAME --task T KEY=VALUE...`."""
     def add(run):
-        TRAINERS[name] = Trainer(name, help, run)
+        claim("trainer", TRAINERS, name, Trainer(name, help, run), origin=run)
         return run
     return add
 
@@ -73,8 +108,7 @@ def register_report(name):
     """Decorator: ``draw(results_dir, out_dir)`` becomes a section of `bench report`. It must live
     in a module named ``figures`` that imports no model code (the report loads only those)."""
     def add(draw):
-        REPORTS[name] = draw
-        return draw
+        return claim("report section", REPORTS, name, draw)
     return add
 
 

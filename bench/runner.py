@@ -40,7 +40,7 @@ DEFAULT_BATCH_SIZE = 250
 DEFAULT_VERIFY = 4      # inputs of a run found complete that are decoded again to check it
 VOLATILE = ("batch", "batch_seconds")  # record fields that depend on the batching or the clock
 # How far a float of a record decoded again may be from the stored one: another CPU or BLAS sums
-# float32 in another order (a protein log q of -187.068882 against -187.068891 across machines).
+# float32 in another order (a log q of -187.068882 against -187.068891 across machines).
 # Records round floats to 6 decimals, hence the absolute part; discrete fields compare exactly.
 FLOAT_RTOL, FLOAT_ATOL = 1e-5, 1e-5
 
