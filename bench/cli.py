@@ -1,6 +1,7 @@
 """unmask-bench: which masked positions should a masked diffusion model reveal at each pass?
 
-Commands: list (tasks, strategies, helpers, presets), run (strategies on tasks -> results/),
+Commands: list (tasks, strategies, helpers, presets), run (strategies on tasks -> results/), plan
+(what a run will cost, before it runs),
 report (figures and tables from results/ only), compare (two sets of results: the regression
 gate), rescore (metrics from stored records), train (a task's model or a helper network), data
 (build data sets), throughput (model passes per second); plugins add their own (`bench --help`
@@ -18,6 +19,20 @@ from bench.registry import COMMANDS, STRATEGIES, TASKS, TRAINERS, load_plugins, 
 
 def add_run(sub):
     run = sub.add_parser("run", help="run strategies on tasks and write result files")
+    add_run_arguments(run)
+    run.add_argument("--executor", default="local", help="local (default: this process) or ray (cells as Ray "
+                                                         "tasks; pip install -e '.[ray]')")
+    run.add_argument("--shards", type=int, default=1, help="with --executor ray: cut each run's inputs into N "
+                                                           "shards of whole batches, one Ray task each (default 1)")
+    run.add_argument("--ray-address", help="with --executor ray: the cluster to join ('auto': the one `ray start` "
+                                           "made here; default: $RAY_ADDRESS, else a new local Ray instance)")
+    plan = sub.add_parser("plan", help="what a `bench run` with these arguments will cost, before running it")
+    add_run_arguments(plan)
+    plan.set_defaults(executor="local", shards=1, ray_address=None)
+
+
+def add_run_arguments(run):
+    """The arguments `bench run` and `bench plan` share."""
     run.add_argument("--preset", help="ci, default or paper (bench/presets.py); the flags below override it")
     run.add_argument("--tasks", help=f"comma-separated task names (default: the preset's; without --preset: {DEFAULT_TASK})")
     run.add_argument("--strategies", help="comma-separated specs, e.g. sequential,topk:k=7,order=margin "
@@ -36,12 +51,6 @@ def add_run(sub):
                      help="decoding temperature of sampling tasks: 0 = argmax values, 1 = the model's marginals "
                           "(default: the task's; part of each run's identity)")
     add_placement(run)
-    run.add_argument("--executor", default="local", help="local (default: this process) or ray (cells as Ray "
-                                                         "tasks; pip install -e '.[ray]')")
-    run.add_argument("--shards", type=int, default=1, help="with --executor ray: cut each run's inputs into N "
-                                                           "shards of whole batches, one Ray task each (default 1)")
-    run.add_argument("--ray-address", help="with --executor ray: the cluster to join ('auto': the one `ray start` "
-                                           "made here; default: $RAY_ADDRESS, else a new local Ray instance)")
 
 
 def add_placement(parser):
@@ -75,9 +84,11 @@ def add_core(sub):
     add_compare(sub)
     report = sub.add_parser("report", help="Pareto plots and tables from result files only")
     report.add_argument("--results", default="results", help="results folder (default: results)")
-    report.add_argument("--out", default="reports", help="figures folder (default: reports)")
+    report.add_argument("--out", help="figures folder, a folder you can write (default: beside the results: "
+                                      "reports/ for the committed results/, DIR/reports for --results DIR)")
     report.add_argument("--docs", help="folder whose .md files get their report tables rewritten between "
-                                       "markers (default: . when --results and --out are the defaults, else none)")
+                                       "markers (default: the checkout when the committed results/ write the "
+                                       "committed reports/, else none)")
     rescore = sub.add_parser("rescore", help="recompute result files' metrics from their records (no decoding)")
     rescore.add_argument("--results", default="results", help="results folder (default: results)")
     rescore.add_argument("--task", help="only this task's results (default: all)")
@@ -146,10 +157,13 @@ def dispatch(args):
     elif args.command == "run":
         from bench.runner import run_tasks
         run_tasks(args)
+    elif args.command == "plan":
+        from bench.plan import run_plan
+        run_plan(args)
     elif args.command == "report":
-        from bench.report import report
-        docs = args.docs if args.docs is not None else ("." if (args.results, args.out) == ("results", "reports") else None)
-        report(args.results, args.out, docs)
+        from bench.report import default_docs, report, report_folder
+        out = report_folder(args.results, args.out)
+        report(args.results, out, args.docs if args.docs is not None else default_docs(args.results, out))
     elif args.command == "rescore":
         from bench.rescore import rescore
         rescore(args.results, args.task, args.headline_only)

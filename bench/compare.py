@@ -1,38 +1,65 @@
 """`bench compare BASE NEW`: pair runs, per-metric deltas and marks, and the regression gate."""
+import math
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from bench.errors import BenchError
-from bench.paired import better_sign, paired_difference, per_input
-from bench.results import load_json, read_records, scan_results
+from bench.paired import STATISTICS, better_sign, paired_difference, per_input
+from bench.results import SCHEMA_VERSION, SUMMARY_KEYS, check_records, load_json
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOTHING_COMPARABLE = 0, 1, 3
 DEFAULT_FAIL_ON = "passes:+5%,headline:ci"
-SETTINGS = ("model_id", "data_id", "seed", "limit", "batch_size", "temperature", "device", "dtype")
+# What must match for two runs to be comparable. How the inputs were cut into batches or spread
+# over workers (batch_size, shards, executor) is left out: it changes no record (bench.runner's
+# VOLATILE fields excepted, which no metric reads).
+SETTINGS = ("model_id", "data_id", "seed", "limit", "temperature", "device", "dtype")
 DEFAULTS = {"device": "cpu", "dtype": "float32"}   # what a config without them ran on (bench.device)
+# The practical tolerance (docs/ci-gate.md): a difference no larger than this is float noise, never
+# better or worse. Records round floats to 6 decimals and another BLAS moves a sum of float32
+# log-probabilities in its last digits; a count (passes, boards) moves by 1/n >= 1e-3 per input.
+ABS_TOLERANCE, REL_TOLERANCE = 1e-6, 1e-6
+RUN_MARKS = ("missing", "new", "not comparable")
+METRIC_MARKS = ("within noise", "better", "worse", "missing", "new")
+# A JSON object holding any of these is a run summary, complete or not; other tools' files in a
+# results folder (MI results: schema_version, task, estimator, ...) hold none of them.
+RUN_KEYS = tuple(k for k in SUMMARY_KEYS if k != "task") + ("records_file",)
+# How many record fields a per_input recipe of these statistics reads (others: one), and the
+# fixed arguments it carries (bench.paired.per_input).
+RECIPE_FIELDS = {"ratio": 2, "mean_difference": 2}
+RECIPE_ARGUMENTS = {"pooled_jsd": ("alphabet", "k", "reference"),
+                    "window_jsd_w1": ("alphabet", "window", "reference", "reference_values")}
 
 FAIL_ON_HELP = f"""Compare two sets of results (the CI regression gate).
 
 BASE and NEW are result folders or single result .json files. Runs are paired by task and
-strategy spec (every parameter resolved); a pair whose model, data, seed, limit, batch size,
-temperature, device kind (cpu, cuda), dtype or schema version differ is 'not comparable'. For each metric the table shows
-both values with their 95% CIs, the delta and a mark. Paired runs on the same inputs whose
-metric can be recomputed from the per-input records are judged by a paired test (paired
-bootstrap CI of NEW - BASE, exact McNemar or randomisation p, shown in the note); others by
-their marginal CIs:
-  better / worse   paired: the CI of the difference excludes 0; else: the CIs do not overlap
-                   (direction: the file's higher_is_better)
+strategy spec (every parameter resolved); a pair whose model, data, seed, limit, temperature,
+device kind (cpu, cuda), dtype or schema version differ is 'not comparable' (batch size, shards
+and executor do not matter). For each metric the table shows both values with their 95% CIs,
+the delta and a mark. Paired runs on the same inputs whose metric can be recomputed from the
+per-input records are judged by a paired test (paired bootstrap CI of NEW - BASE, exact McNemar
+or randomisation p, shown in the note); others by their marginal CIs:
+  better / worse   the difference is beyond the metric's practical tolerance (its declared
+                   'tolerance', else max(1e-6, 1e-6 x its scale)) and, paired: the CI of the
+                   difference excludes 0; else: the CIs do not overlap (direction: the file's
+                   higher_is_better)
   within noise     otherwise
   missing / new    in BASE only / in NEW only
-  not comparable   different model, data, seed, limit, device, dtype, schema or metric direction
+  not comparable   different model, data, seed, limit, temperature, device, dtype or schema
+A baseline run that cannot be compared (another schema version, no metrics, a metric without
+value, ci_low, ci_high or higher_is_better, records that do not match its summary) and a metric
+whose direction changed are errors (exit 2) naming the file.
 
 --fail-on METRIC:LIMIT,... sets how much each metric may get worse. Which way is worse comes
 from the result file, never from the name or the sign, so a sign is optional and ignored:
   passes:+5%            fail when worse by more than 5% of BASE's value (relative)
   exact_accuracy:0.02   fail when worse by more than 0.02 in the metric's units (absolute)
-  composition_jsd:ci    fail when marked worse (the CIs do not overlap)
+  composition_jsd:ci    fail when marked worse
+A limit below the metric's practical tolerance is raised to it.
 METRIC 'headline' stands for each run's headline metric. Default: {DEFAULT_FAIL_ON}.
 
 Exit status: 0 no regression, 1 a regression beyond a limit, 2 bad arguments or unreadable
@@ -82,43 +109,142 @@ def parse_fail_on(text):
 
 
 def is_result(data):
-    return (isinstance(data, dict) and "schema_version" in data and "task" in data
-            and isinstance(data.get("config"), dict) and "strategy_spec" in data["config"])
+    return (isinstance(data, dict) and "schema_version" in data and isinstance(data.get("task"), str)
+            and isinstance(data.get("config"), dict) and isinstance(data["config"].get("strategy_spec"), str))
+
+
+def is_number(value):
+    """A finite JSON number (true and false are not numbers here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def metric_problem(metric):
+    """Why one metric of a summary cannot be compared (a phrase naming the field), or None."""
+    if not isinstance(metric, dict) or not isinstance(metric.get("name"), str):
+        return "has a metric without a name"
+    name = metric["name"]
+    if not isinstance(metric.get("higher_is_better"), bool):
+        return f"has metric {name!r} without higher_is_better (true or false)"
+    for field in ("value", "ci_low", "ci_high"):
+        if not is_number(metric.get(field)):
+            return f"has metric {name!r} with {field} {metric.get(field)!r}, not a number"
+    tolerance = metric.get("tolerance")
+    if tolerance is not None and not (is_number(tolerance) and tolerance >= 0):
+        return f"has metric {name!r} with tolerance {tolerance!r}; a declared tolerance is a number >= 0"
+    recipe = metric.get("per_input")
+    if recipe is not None and not recipe_is_complete(recipe):
+        return f"has metric {name!r} with a per_input recipe this code cannot recompute"
+    return None
+
+
+def recipe_is_complete(recipe):
+    """Whether a per_input recipe names a known statistic, its fields and its fixed arguments."""
+    if not (isinstance(recipe, dict) and isinstance(recipe.get("statistic"), str)
+            and recipe["statistic"] in STATISTICS):
+        return False
+    fields = recipe.get("fields")
+    return (isinstance(fields, list) and len(fields) == RECIPE_FIELDS.get(recipe["statistic"], 1)
+            and all(isinstance(f, str) for f in fields)
+            and all(k in recipe for k in RECIPE_ARGUMENTS.get(recipe["statistic"], ())))
+
+
+def config_problem(data):
+    """Why a summary's schema version, label or settings cannot be compared (a phrase), or None.
+    Settings must be numbers or text: they are compared and printed."""
+    if not isinstance(data["schema_version"], (str, int, float)):
+        return f"has schema version {data['schema_version']!r}, not a number"
+    odd = [k for k in SETTINGS if not isinstance(data["config"].get(k), (str, int, float, type(None)))]
+    if odd:
+        return f"has config {odd[0]} {data['config'][odd[0]]!r}, not a number or text"
+    if not isinstance(data.get("label", ""), str):
+        return "has a label that is not text"
+    return None
+
+
+def run_problem(data, role):
+    """Why a run summary cannot be compared (a phrase), or None. A baseline must be of this code's
+    schema version: a baseline of another cannot pass the gate by being 'not comparable'."""
+    if not is_result(data):
+        return "is not a result summary (no schema_version, task and config with a strategy_spec)"
+    version = data["schema_version"]
+    if role == "BASE" and not (type(version) is int and version == SCHEMA_VERSION):
+        return f"has schema version {version!r}; this code reads {SCHEMA_VERSION}"
+    if not isinstance(data.get("metrics"), list):
+        return "has no metrics list"
+    problem = config_problem(data) or next(filter(None, map(metric_problem, data["metrics"])), None)
+    names = [m["name"] for m in data["metrics"]] if problem is None else []
+    return problem or ("names a metric twice" if len(set(names)) != len(names) else None)
+
+
+def summaries_in(folder):
+    """((path, data) of each run summary under ``folder``, one line per .json there that is not
+    JSON or looks like a run summary but is not one). Other tools' JSON objects are skipped."""
+    found, problems = [], []
+    for path in sorted(Path(folder).rglob("*.json")):
+        data, why = load_json(path)
+        if why is None and isinstance(data, dict) and not any(k in data for k in RUN_KEYS):
+            continue
+        if why is None and not isinstance(data, dict):
+            why = f"holds a JSON {type(data).__name__}, not a result summary"
+        if why is None:
+            found.append((path, data))
+        else:
+            problems.append(f"{path} {why}")
+    return found, problems
+
+
+def read_file(path, role):
+    """The one summary in the result file ``path``; BenchError when it cannot be compared."""
+    data, why = load_json(path)
+    if why:
+        raise BenchError(f"cannot read {path}: it {why}")
+    if not is_result(data):
+        raise BenchError(f"{path} is not a result summary (no schema_version, task and config)")
+    problem = run_problem(data, role)
+    if problem:
+        raise BenchError(f"cannot compare {role} file {path}: it {problem}")
+    return [(path, data)]
+
+
+def read_folder(folder, role):
+    """The summaries under ``folder``. A baseline file that cannot be compared fails the gate (the
+    gate must not pass because its baseline went missing); a NEW one is named and left out."""
+    found, problems = summaries_in(folder)
+    checked = [(path, data, run_problem(data, role)) for path, data in found]
+    problems += [f"{path} {why}" for path, _, why in checked if why]
+    found = [(path, data) for path, data, why in checked if why is None]
+    if problems and role == "BASE":
+        raise BenchError(f"{len(problems)} file(s) in the baseline {folder} cannot be compared: "
+                         + "; ".join(problems) + "; fix or remove them, or refresh the baseline")
+    for problem in problems:
+        print(f"unreadable {role} file: {problem}", file=sys.stderr)
+    return found
 
 
 def read_results(path, role="NEW"):
-    """(result summaries in ``path`` (one .json, or every .json under a folder), newest per run;
-    how many files there could not be read, each named on stderr)."""
+    """Result summaries in ``path`` (one .json, or every .json under a folder), newest per run;
+    each remembers where it and its records lie (in memory only, never written)."""
     path = Path(path)
     if not path.exists():
         raise BenchError(f"{path}: no such file or folder")
-    if path.is_file():
-        data, why = load_json(path)
-        if why:
-            raise BenchError(f"cannot read {path}: it {why}")
-        if not is_result(data):
-            raise BenchError(f"{path} is not a result summary (no schema_version, task and config)")
-        data["records_path"] = records_path(path, data)
-        return [data], 0
-    found, problems = scan_results(path, with_paths=True, any_schema=True)
-    for problem in problems:
-        print(f"unreadable {role} file: {problem}", file=sys.stderr)
     newest = {}
-    for file, data in found:
-        data["records_path"] = records_path(file, data)
+    for file, data in read_file(path, role) if path.is_file() else read_folder(path, role):
+        data["summary_path"], data["records_path"] = str(file), records_path(file, data)
         key = (identity(data), tuple(settings(data).items()))
         if key not in newest or finished(data) >= finished(newest[key]):
             newest[key] = data
-    return list(newest.values()), len(problems)
+    return list(newest.values())
 
 
 def records_path(summary_path, data):
-    """Where the run's records lie (kept in memory only, never written): beside its summary."""
-    return str(Path(summary_path).parent / str(data.get("records_file", "")))
+    """Where the run's records lie: beside its summary; None when the summary names none."""
+    name = data.get("records_file")
+    return str(Path(summary_path).parent / name) if isinstance(name, str) and name else None
 
 
 def finished(result):
-    return str(result.get("provenance", {}).get("finished_at", ""))
+    provenance = result.get("provenance")
+    return str(provenance.get("finished_at", "")) if isinstance(provenance, dict) else ""
 
 
 def identity(result):
@@ -163,6 +289,16 @@ def differences(b, n):
     return "; ".join(f"{k} {sb[k]} vs {sn[k]}" for k in sb if sb[k] != sn[k])
 
 
+def check_directions(b, n):
+    """A metric that changed direction cannot be judged either way: BenchError naming both files."""
+    new_directions = {m["name"]: m["higher_is_better"] for m in n["metrics"]}
+    for m in b["metrics"]:
+        if new_directions.get(m["name"], m["higher_is_better"]) != m["higher_is_better"]:
+            raise BenchError(f"metric {m['name']!r} has higher_is_better {m['higher_is_better']} in the baseline "
+                             f"{b['summary_path']} but {new_directions[m['name']]} in {n['summary_path']}; "
+                             "they cannot be compared: refresh the baseline if the change is meant")
+
+
 def run_rows(b, n, limits):
     """Rows of one pair: one per metric if comparable, else one for the whole run."""
     some = b or n
@@ -173,50 +309,101 @@ def run_rows(b, n, limits):
         return [Row(task, run, None, None, None, "new", "in NEW only")]
     if settings(b) != settings(n):
         return [Row(task, run, None, None, None, "not comparable", differences(b, n))]
-    base_metrics = {m["name"]: m for m in b.get("metrics", [])}
-    new_metrics = {m["name"]: m for m in n.get("metrics", [])}
+    check_directions(b, n)
+    base_metrics = {m["name"]: m for m in b["metrics"]}
+    new_metrics = {m["name"]: m for m in n["metrics"]}
     names = list(base_metrics) + [m for m in new_metrics if m not in base_metrics]
     records = (sorted_records(b), sorted_records(n))
     return [metric_row(task, run, name, base_metrics.get(name), new_metrics.get(name),
-                       [x for x in limits if applies(x, name, b.get("headline"))], records)
+                       [x for x in limits if applies(x, name, b.get("headline"))], records, (b, n))
             for name in names]
 
 
 def sorted_records(result):
-    """The run's per-input records by index ([] when its JSONL is missing or short)."""
-    path = Path(result.get("records_path", ""))
-    records = sorted(read_records(path), key=lambda r: r["index"]) if path.is_file() else []
-    return records if len(records) == result.get("n_samples") else []
+    """The run's per-input records by index; [] when its summary names no records file (then its
+    metrics are judged by their marginal CIs). Records that do not match their summary are a
+    BenchError: judging them would judge another run than the summary describes."""
+    if result["records_path"] is None:
+        return []
+    records, problem = check_records(result, result["records_path"])
+    if problem:
+        raise BenchError(f"cannot compare {result['summary_path']}: {problem}; remake the run or restore its files")
+    return sorted(records, key=lambda r: r["index"])
 
 
-def paired_test(bm, nm, records):
-    """The paired difference NEW - BASE of one metric, or None when the runs cannot be paired."""
+def input_scale(metric):
+    """The size of the per-input numbers a mean is taken over (the sum of each field's mean
+    absolute value); 0 for other statistics. A KL of a few nats is a mean of log q - log p, each
+    tens of nats, and float noise comes with the size of those terms, not of their difference."""
+    if metric.statistic not in ("mean", "mean_difference"):
+        return 0.0
+    return float(sum(np.abs(column).mean() for column in metric.columns))
+
+
+def recomputable(metric, records, result):
+    """The PerInput of ``metric`` over ``records`` (bench.paired), or None when it has no recipe.
+    The recipe and the records are a file's, so numbers that do not fit (a reference of another
+    length, a field that is not a number) are a BenchError naming the file, found by computing
+    the metric once here."""
+    try:
+        recomputed = per_input(metric, records)
+        if recomputed is not None:
+            recomputed()
+        return recomputed
+    except (ValueError, TypeError, KeyError, IndexError) as err:
+        why = " ".join(str(err).split())
+        raise BenchError(f"cannot recompute metric {metric['name']!r} of {result['summary_path']} "
+                         f"from its records ({type(err).__name__}: {why})") from None
+
+
+def paired_test(bm, nm, records, results):
+    """The paired difference NEW - BASE of one metric (with BASE's ``scale``), or None when the
+    runs cannot be paired."""
     base_records, new_records = records
     if not (base_records and new_records) or [r["index"] for r in base_records] != [r["index"] for r in new_records]:
         return None
-    base, new = per_input(bm, base_records), per_input(nm, new_records)
-    return paired_difference(new, base) if base is not None and new is not None else None
+    base, new = recomputable(bm, base_records, results[0]), recomputable(nm, new_records, results[1])
+    if base is None or new is None:
+        return None
+    return {**paired_difference(new, base), "scale": input_scale(base)}
 
 
 def applies(limit, name, headline):
     return limit.metric == name or (limit.metric == "headline" and name == headline)
 
 
+def practical_tolerance(metric, scale=0.0):
+    """The largest difference of ``metric`` (a summary's metric dict) that is float noise, in its
+    units: the ``tolerance`` its owner declared, else ABS_TOLERANCE or REL_TOLERANCE times the
+    larger of |value| and ``scale`` (the size of the per-input terms, ``input_scale``)."""
+    if metric.get("tolerance") is not None:
+        return float(metric["tolerance"])
+    return max(ABS_TOLERANCE, REL_TOLERANCE * max(abs(metric["value"]), scale))
+
+
+def evidence(bm, nm, paired):
+    """(the difference NEW - BASE, whether it is statistically significant): the paired CI excludes
+    0, or without a paired test the two marginal CIs do not overlap."""
+    if paired is not None:
+        return paired["diff"], not paired["ci_low"] <= 0 <= paired["ci_high"]
+    overlap = nm["ci_low"] <= bm["ci_high"] and bm["ci_low"] <= nm["ci_high"]
+    return nm["value"] - bm["value"], not overlap
+
+
 def mark_of(bm, nm, paired=None):
-    """better / worse / within noise / not comparable / missing / new for one metric."""
+    """better / worse / within noise / missing / new for one metric (directions already agree)."""
     if nm is None:
         return "missing"
     if bm is None:
         return "new"
-    if bm["higher_is_better"] != nm["higher_is_better"]:
-        return "not comparable"
-    if paired is not None:
-        if paired["ci_low"] <= 0 <= paired["ci_high"]:
-            return "within noise"
-        return "better" if better_sign(bm["higher_is_better"]) * paired["diff"] > 0 else "worse"
-    if nm["ci_low"] <= bm["ci_high"] and bm["ci_low"] <= nm["ci_high"]:
+    diff, significant = evidence(bm, nm, paired)
+    if not significant or abs(diff) <= tolerance_of(bm, paired):
         return "within noise"
-    return "better" if (nm["value"] > bm["value"]) == bm["higher_is_better"] else "worse"
+    return "better" if better_sign(bm["higher_is_better"]) * diff > 0 else "worse"
+
+
+def tolerance_of(bm, paired):
+    return practical_tolerance(bm, paired["scale"] if paired else 0.0)
 
 
 def worsening(bm, nm):
@@ -225,22 +412,24 @@ def worsening(bm, nm):
     return -delta if bm["higher_is_better"] else delta
 
 
-def breaks(limit, bm, nm, mark):
-    """Whether one metric's change goes beyond ``limit``."""
+def breaks(limit, bm, nm, mark, tolerance=0.0):
+    """Whether one metric's change goes beyond ``limit`` (never within the practical tolerance)."""
     if limit.kind == "ci":
         return mark == "worse"
-    worse = worsening(bm, nm)
     allowed = limit.amount if limit.kind == "abs" else limit.amount / 100 * abs(bm["value"])
-    return worse > allowed
+    return worsening(bm, nm) > max(allowed, tolerance)
 
 
-def metric_row(task, run, name, bm, nm, limits, records=([], [])):
-    paired = paired_test(bm, nm, records) if bm is not None and nm is not None else None
+def metric_row(task, run, name, bm, nm, limits, records=([], []), results=(None, None)):
+    paired = paired_test(bm, nm, records, results) if bm is not None and nm is not None else None
     mark = mark_of(bm, nm, paired)
     row = Row(task, run, name, bm, nm, mark, paired_note(paired))
-    if mark in ("missing", "new", "not comparable"):
+    if mark in ("missing", "new"):
         return row
-    broken = [limit for limit in limits if breaks(limit, bm, nm, mark)]
+    tolerance = tolerance_of(bm, paired)
+    if mark == "within noise" and evidence(bm, nm, paired)[1]:   # significant, but only float noise
+        row.note = f"{row.note}; within tolerance {tolerance:.2g}".lstrip("; ")
+    broken = [limit for limit in limits if breaks(limit, bm, nm, mark, tolerance)]
     if broken:
         row.regression = True
         row.note = ("REGRESSION beyond " + ", ".join(map(str, broken)) + "; " + row.note).rstrip("; ")
@@ -280,7 +469,7 @@ def render(rows):
 
 def check_limit_names(limits, results):
     """A --fail-on metric that no result has is a typo: BenchError."""
-    known = {m["name"] for r in results for m in r.get("metrics", [])} | {"headline"}
+    known = {m["name"] for r in results for m in r["metrics"]} | {"headline"}
     unknown = [x.metric for x in limits if x.metric not in known]
     if unknown and len(known) > 1:
         raise BenchError(f"--fail-on names {', '.join(map(repr, unknown))}, which no result has; "
@@ -288,11 +477,14 @@ def check_limit_names(limits, results):
 
 
 def verdict(rows, compared):
-    """The summary line and the exit status."""
-    count = lambda mark: sum(r.mark == mark and r.metric is None for r in rows)  # noqa: E731
+    """The summary line and the exit status. It counts every row: whole runs (missing, new, not
+    comparable) and the metrics of the runs compared, each by its mark."""
+    runs = Counter(r.mark for r in rows if r.metric is None)
+    metrics = Counter(r.mark for r in rows if r.metric is not None)
     regressions = sum(r.regression for r in rows)
-    text = (f"{compared} runs compared, {regressions} regressions; {count('missing')} missing, "
-            f"{count('new')} new, {count('not comparable')} not comparable")
+    text = (f"{compared} runs compared, {regressions} regressions; "
+            + ", ".join(f"{runs[m]} {m}" for m in RUN_MARKS)
+            + "; metrics: " + ", ".join(f"{metrics[m]} {m}" for m in METRIC_MARKS))
     if regressions:
         return f"FAIL: {text}", EXIT_REGRESSION
     if not compared:
@@ -303,10 +495,7 @@ def verdict(rows, compared):
 def compare(base_path, new_path, fail_on=DEFAULT_FAIL_ON, out=print):
     """Compare the results in ``base_path`` with those in ``new_path``; returns the exit status."""
     limits = parse_fail_on(fail_on)
-    (base, base_problems), (new, _) = read_results(base_path, "BASE"), read_results(new_path, "NEW")
-    if base_problems:   # a gate must not pass because its baseline went missing
-        raise BenchError(f"{base_problems} unreadable file(s) in the baseline {base_path} (named above); "
-                         f"fix or remove them")
+    base, new = read_results(base_path, "BASE"), read_results(new_path, "NEW")
     check_limit_names(limits, base + new)
     pairs = pair_runs(base, new)
     rows = [row for b, n in pairs for row in run_rows(b, n, limits)]

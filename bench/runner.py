@@ -16,7 +16,8 @@ import re
 import shlex
 import sys
 import tempfile
-from dataclasses import asdict
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -27,6 +28,7 @@ from bench.decode import decode
 from bench.device import model_placement, place, placement
 from bench.errors import BenchError
 from bench.models import is_import_spec, load_model, probe
+from bench.plan import minutes, plan_task, print_plan
 from bench.presets import plan
 from bench.provenance import describe_numerics, numerics, provenance
 from bench.registry import canonical, make_task, parse_strategy, split_specs
@@ -244,17 +246,20 @@ def decode_batches(task, model, eval_set, strategy, config, partial_path, label,
     return sorted((r for records in done.values() for r in records), key=lambda r: r["index"])
 
 
-AUX_PASS_METRICS = ("probe_passes",)  # record names of passes a strategy spends besides decoding
-
-
-def aux_pass_metrics(records):
-    """Passes a strategy spent besides decoding (an oracle's probing), reported apart."""
+def aux_pass_metrics(records, strategy=None):
+    """Passes a strategy spent besides decoding (an oracle's probing), reported apart: the record
+    field its ``aux_passes_metric`` names (without a strategy: any field ``*_passes`` besides
+    ``passes``, as `bench rescore` finds them in stored records)."""
+    if not records:
+        return []
+    names = ([strategy.aux_passes_metric] if strategy is not None and strategy.aux_passes_metric else
+             [] if strategy is not None else sorted(k for k in records[0] if k.endswith("_passes")))
     return [mean_metric(name, [r[name] for r in records], False,
-                        "probing passes per sample (oracle; not decoding passes)", field=name)
-            for name in AUX_PASS_METRICS if records and name in records[0]]
+                        "passes per sample spent besides decoding (not decoding passes)", field=name)
+            for name in names if name in records[0]]
 
 
-def summarize(task, model, config, records, label):
+def summarize(task, model, strategy, config, records, label):
     seconds = sum({r["batch"]: r["batch_seconds"] for r in records}.values())
     floor = task.floor()
     return {"schema_version": SCHEMA_VERSION, "task": task.name, "strategy": config["strategy_spec"].split(":")[0],
@@ -262,7 +267,7 @@ def summarize(task, model, config, records, label):
             "model": {"id": model.checkpoint_id, "path": config["task_options"].get("model"),
                       "n_params": model.n_params},
             "device": model_placement(model).describe(),
-            "metrics": task.summarize(records) + aux_pass_metrics(records),
+            "metrics": task.summarize(records) + aux_pass_metrics(records, strategy),
             "n_samples": len(records), "wall_seconds": seconds, "extra_figures": list(task.extra_figures),
             "floor": floor, "floor_label": task.floor_label() if floor is not None else None,
             "provenance": provenance()}
@@ -274,7 +279,7 @@ def decode_run(task, model, eval_set, strategy, config, paths, label):
     summary_path, records_path, partial_path = paths
     records = decode_batches(task, model, eval_set, strategy, config, partial_path, label)
     text = records_text(records)
-    summary = summarize(task, model, config, records, label)
+    summary = summarize(task, model, strategy, config, records, label)
     summary.update(records_file=records_path.name, records_sha256=text_digest(text))
     summary_text = to_json(summary, indent=1)  # a NaN fails here, before anything is written
     write_text_atomic(records_path, text)
@@ -437,9 +442,20 @@ def run_one(task, model, eval_set, strategy, label, seed, limit, batch_size, out
 
 # --- the command ----------------------------------------------------------------------------------
 
-def run_tasks(args):
-    """Run a preset (``default`` unless --preset) with the command line's overrides, in this
-    process (``--executor local``; bench.executor runs ``--executor ray``)."""
+@dataclass
+class TaskRuns:
+    """The runs of one task and seed in one `bench run`: its model, inputs and (label, strategy)s."""
+    task: Task
+    model: object
+    eval_set: object
+    strategies: list
+    seed: int
+    limit: int | None
+
+
+def prepare_runs(args):
+    """Every TaskRuns of the command, after every check (numbers, specs, --out, data, models,
+    helpers): nothing is decoded before all of it passed."""
     check_arguments(args)
     check_executor(args)
     where = placement(args.device, args.dtype)
@@ -449,11 +465,25 @@ def run_tasks(args):
     parsed = [parse_specs(p.specs) for p in plans]
     check_out_dir(args.out, [task.name for task in tasks])
     loaded = [prepare(task, strategies, p, args.model, where) for task, strategies, p in zip(tasks, parsed, plans)]
+    runs = []
     for task, task_plan, strategies, (model, eval_sets) in zip(tasks, plans, parsed, loaded):
         for seed in task_plan.seeds:
             # a run that draws nothing would repeat its first seed's records: only the first seed runs it
             chosen = [s for s in strategies if seed == task_plan.seeds[0] or draws_randomly(task, s[1])]
-            run_task(task, model, eval_sets[seed], chosen, args, seed, task_plan.limit)
+            runs.append(TaskRuns(task, model, eval_sets[seed], chosen, seed, task_plan.limit))
+    return runs
+
+
+def run_tasks(args):
+    """Run a preset (``default`` unless --preset) with the command line's overrides, in this
+    process (``--executor local``; bench.executor runs ``--executor ray``). Each task's plan
+    (bench.plan) is printed before its runs, and the time planned against the time taken after."""
+    for runs in prepare_runs(args):
+        planned = print_plan(f"{runs.task.name} seed {runs.seed}", plan_task(runs, args))
+        start = time.perf_counter()
+        run_task(runs, args)
+        print(f"{runs.task.name} seed {runs.seed}: planned {minutes(planned)}, took "
+              f"{minutes(time.perf_counter() - start)}", file=sys.stderr)
     return 0
 
 
@@ -487,16 +517,18 @@ def print_floor(task, results):
         print(f"floor: {label}")
 
 
-def run_task(task, model, eval_set, strategies, args, seed, limit):
+def run_task(runs, args):
+    task, model, eval_set = runs.task, runs.model, runs.eval_set
     for problem in task.problems():
         print(f"skipped: {problem}", file=sys.stderr)
     where = model_placement(model)
     on = "" if where.is_default else f" on {where.device} {where.dtype}"
-    print(f"{task.name}: {inputs_line(task, eval_set)}, model {model.checkpoint_id}{on}, seed {seed}", file=sys.stderr)
-    command = command_line(task, seed, limit, args.batch_size, args.out, args.data, args.model, where)
-    results = [run_one(task, model, eval_set, strategy, spec, seed, limit, args.batch_size, args.out,
-                       args.verify, command) for spec, strategy in strategies]
-    print(f"\n{task.name} ({len(eval_set)} inputs, seed {seed}; 95% bootstrap CIs)")
+    print(f"{task.name}: {inputs_line(task, eval_set)}, model {model.checkpoint_id}{on}, seed {runs.seed}",
+          file=sys.stderr)
+    command = command_line(task, runs.seed, runs.limit, args.batch_size, args.out, args.data, args.model, where)
+    results = [run_one(task, model, eval_set, strategy, spec, runs.seed, runs.limit, args.batch_size, args.out,
+                       args.verify, command) for spec, strategy in runs.strategies]
+    print(f"\n{task.name} ({len(eval_set)} inputs, seed {runs.seed}; 95% bootstrap CIs)")
     print(render_text(results))
     print_floor(task, results)
     print(f"results in {args.out}/{task.name}/")

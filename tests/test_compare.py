@@ -7,6 +7,7 @@ import pytest
 
 from bench.compare import DEFAULT_FAIL_ON, compare, parse_fail_on
 from bench.errors import BenchError
+from bench.results import records_text, text_digest
 from bench.runner import run_one
 from conftest import run_cli
 from strategies.ordering import order_score, top_k_mask
@@ -101,11 +102,14 @@ def test_different_model_schema_or_seed_is_not_comparable_and_exits_3(tmp_path, 
     assert lines[-1].startswith("nothing comparable")
 
 
-def test_a_metric_whose_direction_changed_is_not_comparable(tmp_path):
+def test_a_metric_whose_direction_changed_is_an_error_naming_both_files(tmp_path):
+    """Neither 'better' nor 'worse' means anything when the direction changed, and a row of its own
+    would let the run drop out of the gate: a one-line error (exit 2)."""
     new = result()
     new["metrics"][0]["higher_is_better"] = False
-    _, rows, _ = marks(tmp_path, [result()], [new])
-    assert rows[("topk:k=2", "exact_accuracy", "mark")] == "not comparable"
+    with pytest.raises(BenchError, match=r"'exact_accuracy' has higher_is_better True in the baseline .*base/run0.json "
+                                         r"but False in .*new/run0.json"):
+        marks(tmp_path, [result()], [new])
 
 
 @pytest.mark.parametrize("fail_on,new_passes,new_accuracy,status", [
@@ -150,7 +154,8 @@ def test_exit_codes_and_one_line_errors_from_the_command_line(tmp_path):
     assert run_cli("compare", base, base).returncode == 0
     worse = run_cli("compare", base, new)
     assert worse.returncode == 1 and "REGRESSION" in worse.stdout and worse.stdout.strip().endswith(
-        "1 runs compared, 1 regressions; 0 missing, 0 new, 0 not comparable")
+        "1 runs compared, 1 regressions; 0 missing, 0 new, 0 not comparable; "
+        "metrics: 1 within noise, 0 better, 1 worse, 0 missing, 0 new")
     assert run_cli("compare", base / "run0.json", new / "run0.json").returncode == 1  # single files
     (tmp_path / "empty").mkdir()
     assert run_cli("compare", base, tmp_path / "empty").returncode == 3
@@ -204,9 +209,10 @@ def with_records(folder, name, exact):
     summary["n_samples"] = len(exact)
     summary["metrics"][0]["per_input"] = {"statistic": "mean", "fields": ["exact"]}
     summary["records_file"] = f"{name}.jsonl"
+    text = records_text([{"index": i, "exact": e, "passes": 20} for i, e in enumerate(exact)])
+    summary["records_sha256"] = text_digest(text)
     (folder / f"{name}.json").write_text(json.dumps(summary))
-    (folder / f"{name}.jsonl").write_text("".join(json.dumps({"index": i, "exact": e, "passes": 20}) + "\n"
-                                                  for i, e in enumerate(exact)))
+    (folder / f"{name}.jsonl").write_text(text)
     return folder
 
 
@@ -240,8 +246,44 @@ def test_an_unreadable_baseline_file_is_named_and_exits_2(tmp_path):
     new = write(tmp_path / "new", result())
     (new / "list.json").write_text("[1, 2]")
     proc = run_cli("compare", base, new)
-    assert proc.returncode == 2 and "broken.json" in proc.stderr and "list.json" in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].startswith("error: 1 unreadable file(s) in the baseline")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "broken.json" in proc.stderr
+    assert proc.stderr.startswith(f"error: 1 file(s) in the baseline {base} cannot be compared: ")
     (base / "broken.json").unlink()
     proc = run_cli("compare", base, new)
     assert proc.returncode == 0 and "unreadable NEW file" in proc.stderr and "list.json" in proc.stderr
+
+
+def test_baseline_records_that_do_not_match_their_summary_are_an_error(tmp_path):
+    """Records edited after the run would be judged in place of the run the summary describes."""
+    base = with_records(tmp_path / "b", "r", [1] * 50 + [0] * 50)
+    (base / "r.jsonl").write_text((base / "r.jsonl").read_text().replace('"exact": 0', '"exact": 1', 1))
+    with pytest.raises(BenchError, match=r"cannot compare .*r.json: .*checksum"):
+        compare(base, with_records(tmp_path / "n", "r", [1] * 50 + [0] * 50), "headline:ci", print)
+
+
+def test_a_significant_difference_within_the_tolerance_is_noted(tmp_path):
+    """Disjoint CIs around values 2e-7 apart: float noise, 'within noise', and the note says why."""
+    tiny = lambda v: metric("kl_nats", v, 1e-8, False)  # noqa: E731
+    status, rows, _ = marks(tmp_path, [result(extra=[tiny(2.0)])], [result(extra=[tiny(2.0 + 2e-7)])],
+                            "kl_nats:0")
+    assert rows[("topk:k=2", "kl_nats", "mark")] == "within noise" and status == 0
+    lines = []
+    compare(tmp_path / "base", tmp_path / "new", "kl_nats:0", lines.append)
+    assert "within tolerance 2e-06" in next(line for line in lines[0].splitlines() if "kl_nats" in line)
+
+
+def test_a_declared_tolerance_is_the_metrics_own(tmp_path):
+    """A metric's owner may declare how much of a difference is noise (metric units)."""
+    coarse = lambda v: {**metric("judge_w1", v, 0.001, False), "tolerance": 0.01}  # noqa: E731
+    status, rows, _ = marks(tmp_path, [result(extra=[coarse(0.05)])], [result(extra=[coarse(0.058)])], "judge_w1:0")
+    assert rows[("topk:k=2", "judge_w1", "mark")] == "within noise" and status == 0
+    status, rows, _ = marks(tmp_path / "more", [result(extra=[coarse(0.05)])], [result(extra=[coarse(0.07)])],
+                            "judge_w1:0")
+    assert rows[("topk:k=2", "judge_w1", "mark")] == "worse" and status == 1
+
+
+def test_batch_size_is_not_a_setting_that_must_match(tmp_path):
+    other = result()
+    other["config"]["batch_size"] = 5
+    status, rows, summary = marks(tmp_path, [result()], [other])
+    assert status == 0 and summary.startswith("ok: 1 runs compared") and "not comparable" not in rows.values()

@@ -1,0 +1,164 @@
+"""`bench plan`: what a `bench run` will cost before it runs, and what it cost after.
+
+For every run of the command (a preset, or --tasks/--strategies), the plan gives its expected
+passes per input, its expected seconds and its physical limit, the seconds its forward passes
+alone take (row-passes x the measured seconds of one row's forward pass at the run's batch shape).
+
+- Expected passes come from a committed result of the same task, strategy and model
+  (``results/``, any input count), or else from a pilot: the first PILOT_INPUTS inputs decoded.
+- Expected seconds: the committed run's seconds per row-pass relative to sequential's on the same
+  committed set (sequential spends almost nothing besides the forward pass, so the ratio is the
+  strategy's own cost factor: estimator calls, probing passes, bookkeeping, the ragged tail of a
+  batch), times the forward seconds measured here. A pilot's run is priced at its forward passes
+  (factor 1) and says so.
+- A run complete in --out costs its --verify inputs decoded again.
+
+`bench run` prints the same plan as its first lines and, per task, the planned and actual time.
+"""
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from bench.provenance import REPO
+from bench.registry import canonical
+from bench.results import scan_results
+
+PILOT_INPUTS = 4      # inputs a run without a committed reference decodes to learn its passes
+TIMED_CALLS = 2       # forward calls timed per shape (after one warm-up call): the fastest counts
+COMMITTED = REPO / "results"
+
+
+@dataclass
+class Estimate:
+    """One run's plan: inputs to decode, passes per input, seconds expected and at the limit."""
+    label: str
+    inputs: int
+    passes: float
+    seconds: float
+    forward_seconds: float
+    source: str
+
+
+def committed_references(task_name, model_id, root=COMMITTED):
+    """{strategy spec: summary} of ``root``'s complete runs of a task on one model (the largest
+    run of each spec, at temperature as recorded)."""
+    found, _ = scan_results(Path(root) / task_name) if (Path(root) / task_name).is_dir() else ([], [])
+    references = {}
+    for summary in found:
+        if summary["task"] != task_name or summary["config"].get("model_id") != model_id:
+            continue
+        spec = summary["config"]["strategy_spec"]
+        if spec not in references or summary["n_samples"] > references[spec]["n_samples"]:
+            references[spec] = summary
+    return references
+
+
+def metric_value(summary, name):
+    return next((m["value"] for m in summary["metrics"] if m["name"] == name), 0.0)
+
+
+def row_passes(summary):
+    """Forward passes of rows a committed run spent, probing passes included."""
+    aux = sum(m["value"] for m in summary["metrics"] if m["name"].endswith("_passes"))
+    return summary["n_samples"] * (metric_value(summary, "passes") + aux)
+
+
+def seconds_per_row_pass(summary):
+    return summary["wall_seconds"] / max(row_passes(summary), 1)
+
+
+def forward_row_seconds(model, eval_set, rows):
+    """Seconds of one row's forward pass when ``rows`` inputs are decoded together: the fastest of
+    TIMED_CALLS calls on the first ``rows`` inputs in their start state, after a warm-up call."""
+    index = torch.arange(rows) % len(eval_set)
+    tokens, masked = eval_set.tokens[index], eval_set.masked[index]
+    with torch.inference_mode():
+        model(tokens, masked)
+        spent = []
+        for _ in range(TIMED_CALLS):
+            start = time.perf_counter()
+            model(tokens, masked)
+            spent.append(time.perf_counter() - start)
+    return min(spent) / rows
+
+
+class TaskPricer:
+    """Prices the runs of one task on one model: the committed references, sequential's cost
+    factor on them and the forward seconds measured here, per batch shape (measured once)."""
+
+    def __init__(self, task, model, eval_set):
+        self.task, self.model, self.eval_set = task, model, eval_set
+        self.references = committed_references(task.name, model.checkpoint_id)
+        sequential = self.references.get("sequential:order=confidence") or self.references.get("sequential")
+        self.base = seconds_per_row_pass(sequential) if sequential else None
+        self.row_seconds = {}
+
+    def forward(self, rows):
+        rows = max(1, min(rows, len(self.eval_set)))
+        if rows not in self.row_seconds:
+            self.row_seconds[rows] = forward_row_seconds(self.model, self.eval_set, rows)
+        return self.row_seconds[rows]
+
+    def per_input(self, strategy, seed):
+        """(passes per input, row-passes per input, cost factor, source) of a strategy."""
+        reference = self.references.get(canonical(strategy))
+        if reference is not None:
+            factor = seconds_per_row_pass(reference) / self.base if self.base else 1.0
+            rows = row_passes(reference) / reference["n_samples"]
+            return metric_value(reference, "passes"), rows, factor, "committed"
+        from bench.runner import decode_rows   # the pilot decodes as the run will
+        count = min(PILOT_INPUTS, len(self.eval_set))
+        records, _ = decode_rows(self.task, self.model, self.eval_set, strategy, torch.arange(count), seed)
+        passes = sum(r["passes"] for r in records) / count
+        aux = sum(v for r in records for k, v in r.items() if k.endswith("_passes")) / count
+        return passes, passes + aux, 1.0, f"pilot of {count}"
+
+    def estimate(self, label, strategy, seed, inputs, batch_size):
+        passes, rows, factor, source = self.per_input(strategy, seed)
+        forward = inputs * rows * self.forward(min(batch_size, inputs))
+        return Estimate(label, inputs, passes, forward * factor, forward, source)
+
+
+def minutes(seconds):
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def print_plan(task_name, estimates, out=sys.stderr):
+    """The plan's lines for one task: each run, then the total and the physical limit."""
+    print(f"plan for {task_name}: {len(estimates)} runs", file=out)
+    for e in estimates:
+        print(f"  {e.label}: {e.inputs} inputs x {e.passes:.1f} passes, {minutes(e.seconds)} "
+              f"(forward passes alone {minutes(e.forward_seconds)}; passes from {e.source})", file=out)
+    total, limit = sum(e.seconds for e in estimates), sum(e.forward_seconds for e in estimates)
+    print(f"  total {minutes(total)} expected; the forward passes alone {minutes(limit)}", file=out)
+    return total
+
+
+def plan_task(runs, args):
+    """Estimates of one task's runs (``runs``: bench.runner.TaskRuns) for `bench run` with
+    ``args``: a run complete in --out costs its --verify inputs decoded again, any other its whole
+    input set."""
+    from bench.runner import complete_run, result_paths, run_config
+    pricer, estimates = TaskPricer(runs.task, runs.model, runs.eval_set), []
+    for label, strategy in runs.strategies:
+        config = run_config(runs.task, runs.model, runs.eval_set, strategy, runs.seed, runs.limit, args.batch_size)
+        complete = complete_run(config, result_paths(args.out, config), label, say=False) is not None
+        inputs = min(args.verify, len(runs.eval_set)) if complete else len(runs.eval_set)
+        if inputs:
+            batch = inputs if complete else args.batch_size
+            estimates.append(pricer.estimate(label + (" (verify)" if complete else ""), strategy, runs.seed,
+                                             inputs, batch))
+    return estimates
+
+
+def run_plan(args):
+    """`bench plan`: the plan of the `bench run` these arguments make, without running it."""
+    from bench.runner import prepare_runs
+    total = 0.0
+    for runs in prepare_runs(args):
+        total += print_plan(f"{runs.task.name} seed {runs.seed}", plan_task(runs, args), out=sys.stdout)
+    print(f"total {minutes(total)} expected on this machine ({torch.get_num_threads()} torch threads)")
+    return 0
