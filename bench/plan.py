@@ -6,11 +6,11 @@ alone take (row-passes x the measured seconds of one row's forward pass at the r
 
 - Expected passes come from a committed result of the same task, strategy and model
   (``results/``, any input count), or else from a pilot: the first PILOT_INPUTS inputs decoded.
-- Expected seconds: the committed run's seconds per row-pass relative to sequential's on the same
-  committed set (sequential spends almost nothing besides the forward pass, so the ratio is the
-  strategy's own cost factor: estimator calls, probing passes, bookkeeping, the ragged tail of a
-  batch), times the forward seconds measured here. A pilot's run is priced at its forward passes
-  (factor 1) and says so.
+- Expected seconds: row-passes x the forward seconds measured here x the strategy family's cost
+  factor: its committed runs' seconds per row-pass relative to sequential's on the same committed
+  set (sequential spends almost nothing besides the forward pass, so the ratio is what the
+  strategy adds: estimator calls, bookkeeping, the ragged tail of a batch; ``family_factors``).
+  A strategy with no committed run has factor 1 (its forward passes alone).
 - A run complete in --out costs its --verify inputs decoded again.
 
 `bench run` prints the same plan as its first lines and, per task, the planned and actual time.
@@ -85,15 +85,26 @@ def forward_row_seconds(model, eval_set, rows):
     return min(spent) / rows
 
 
+def family_factors(references):
+    """{strategy name: cost factor}: the smallest seconds per row-pass among a strategy's committed
+    runs, over sequential's. The smallest, because whatever else ran on the machine that made them
+    only ever added time (committed runs of one family differ by up to 8x for that reason alone)."""
+    best = {}
+    for summary in references.values():
+        name = summary["config"]["strategy_spec"].partition(":")[0]
+        best[name] = min(best.get(name, float("inf")), seconds_per_row_pass(summary))
+    base = best.get("sequential")
+    return {name: max(1.0, value / base) for name, value in best.items()} if base else {}
+
+
 class TaskPricer:
-    """Prices the runs of one task on one model: the committed references, sequential's cost
-    factor on them and the forward seconds measured here, per batch shape (measured once)."""
+    """Prices the runs of one task on one model: the committed references, each strategy family's
+    cost factor on them and the forward seconds measured here, per batch shape (measured once)."""
 
     def __init__(self, task, model, eval_set):
         self.task, self.model, self.eval_set = task, model, eval_set
         self.references = committed_references(task.name, model.checkpoint_id)
-        sequential = self.references.get("sequential:order=confidence") or self.references.get("sequential")
-        self.base = seconds_per_row_pass(sequential) if sequential else None
+        self.factors = family_factors(self.references)
         self.row_seconds = {}
 
     def forward(self, rows):
@@ -105,8 +116,8 @@ class TaskPricer:
     def per_input(self, strategy, seed):
         """(passes per input, row-passes per input, cost factor, source) of a strategy."""
         reference = self.references.get(canonical(strategy))
+        factor = self.factors.get(strategy.name, 1.0)
         if reference is not None:
-            factor = seconds_per_row_pass(reference) / self.base if self.base else 1.0
             rows = row_passes(reference) / reference["n_samples"]
             return metric_value(reference, "passes"), rows, factor, "committed"
         from bench.runner import decode_rows   # the pilot decodes as the run will
@@ -114,7 +125,7 @@ class TaskPricer:
         records, _ = decode_rows(self.task, self.model, self.eval_set, strategy, torch.arange(count), seed)
         passes = sum(r["passes"] for r in records) / count
         aux = sum(v for r in records for k, v in r.items() if k.endswith("_passes")) / count
-        return passes, passes + aux, 1.0, f"pilot of {count}"
+        return passes, passes + aux, factor, f"pilot of {count}"
 
     def estimate(self, label, strategy, seed, inputs, batch_size):
         passes, rows, factor, source = self.per_input(strategy, seed)
