@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.errors import BenchError
-from bench.paired import STATISTICS, better_sign, paired_difference, per_input
+from bench.paired import better_sign, paired_difference, per_input, statistic
 from bench.results import SCHEMA_VERSION, SUMMARY_KEYS, check_records, load_json
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOTHING_COMPARABLE = 0, 1, 3
@@ -28,12 +28,6 @@ METRIC_MARKS = ("within noise", "better", "worse", "missing", "new")
 # A JSON object holding any of these is a run summary, complete or not; other tools' files in a
 # results folder (MI results: schema_version, task, estimator, ...) hold none of them.
 RUN_KEYS = tuple(k for k in SUMMARY_KEYS if k != "task") + ("records_file",)
-# How many record fields a per_input recipe of these statistics reads (others: one), and the
-# fixed arguments it carries (bench.paired.per_input).
-RECIPE_FIELDS = {"ratio": 2, "mean_difference": 2}
-RECIPE_ARGUMENTS = {"pooled_jsd": ("alphabet", "k", "reference"),
-                    "window_jsd_w1": ("alphabet", "window", "reference", "reference_values")}
-
 FAIL_ON_HELP = f"""Compare two sets of results (the CI regression gate).
 
 BASE and NEW are result folders or single result .json files. Runs are paired by task and
@@ -139,13 +133,12 @@ def metric_problem(metric):
 
 def recipe_is_complete(recipe):
     """Whether a per_input recipe names a known statistic, its fields and its fixed arguments."""
-    if not (isinstance(recipe, dict) and isinstance(recipe.get("statistic"), str)
-            and recipe["statistic"] in STATISTICS):
+    if not (isinstance(recipe, dict) and isinstance(recipe.get("statistic"), str)):
         return False
+    registered = statistic(recipe["statistic"])
     fields = recipe.get("fields")
-    return (isinstance(fields, list) and len(fields) == RECIPE_FIELDS.get(recipe["statistic"], 1)
-            and all(isinstance(f, str) for f in fields)
-            and all(k in recipe for k in RECIPE_ARGUMENTS.get(recipe["statistic"], ())))
+    return (registered is not None and isinstance(fields, list) and len(fields) == registered.fields
+            and all(isinstance(f, str) for f in fields) and all(k in recipe for k in registered.arguments))
 
 
 def config_problem(data):

@@ -111,7 +111,7 @@ class Strategy:
     """Chooses which masked positions to reveal at a pass. Subclasses are dataclasses whose
     fields are the strategy's parameters (``topk:k=7`` sets ``k``)."""
     name: ClassVar[str]
-    aux_passes_metric: ClassVar[str | None] = None   # record name of aux passes (e.g. probe_passes); None: spends none
+    aux_passes_metric: ClassVar[str | None] = None   # record name of aux passes (an oracle's probing); None: spends none
     needs: ClassVar[tuple] = ()   # what it reads of the model's output besides logits: ("hidden",) for hidden states
 
     def samples(self) -> bool:

@@ -3,6 +3,7 @@ import time
 from dataclasses import dataclass
 
 import torch
+from tqdm import tqdm
 
 from bench.core import StepState, all_finite
 from bench.errors import BenchError
@@ -52,6 +53,59 @@ def check_pick(pick, masked, strategy_name, step):
         raise BenchError(f"strategy {strategy_name} revealed nothing for an active row at pass {step}")
 
 
+def shape_text(value):
+    return f"[{', '.join(map(str, value.shape))}]" if isinstance(value, torch.Tensor) else type(value).__name__
+
+
+def check_output(out, rows, positions, values, step):
+    """Logits [rows, positions, values] and hidden states, where the model gives them, [rows,
+    positions, D]: one line naming both shapes, not an indexing error deep in a strategy."""
+    logits = getattr(out, "logits", None)
+    if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != (rows, positions, values):
+        raise BenchError(f"the model returned logits of shape {shape_text(logits)} for {rows} rows of {positions} "
+                         f"positions at pass {step}; expected [{rows}, {positions}, {values}]")
+    hidden = getattr(out, "hidden", None)
+    if hidden is not None and not (isinstance(hidden, torch.Tensor) and hidden.dim() == 3
+                                   and tuple(hidden.shape[:2]) == (rows, positions)):
+        raise BenchError(f"the model returned hidden states of shape {shape_text(hidden)} for {rows} rows of "
+                         f"{positions} positions at pass {step}; expected [{rows}, {positions}, D]")
+
+
+def check_inputs_kept(given, kept, who, when):
+    """``given`` (tokens, masked), the copies a model was called with, must still equal ``kept``."""
+    for name, after, before in zip(("tokens", "masked"), given, kept):
+        if not torch.equal(after, before):
+            raise BenchError(f"{who} wrote into the {name} it was given {when}; a model must leave its inputs "
+                             f"as they are (change a copy)")
+
+
+def forward(model, tokens, masked, step):
+    """The model's output at pass ``step`` on copies of ``tokens`` [A, N] and ``masked`` [A, N],
+    checked. A model that writes into what it is given is an error, not a decode that goes on
+    from (and is scored on) what it wrote; a copy and a compare cost microseconds a pass."""
+    given_tokens, given_masked = tokens.clone(), masked.clone()
+    out = model(given_tokens, given_masked)
+    check_inputs_kept((given_tokens, given_masked), (tokens, masked), "the model", f"at pass {step}")
+    check_output(out, *tokens.shape, len(model.value_tokens), step)
+    if not all_finite(out.logits):
+        raise BenchError(f"the model returned non-finite logits at pass {step}")
+    return out
+
+
+def pass_bar(masked):
+    """A bar over the batch's masked positions, advanced as passes reveal them, with the pass and
+    the rows still to decode beside it: a one-batch run otherwise shows 0/1 batches until its end.
+    Shown only on a terminal (tqdm's disable=None) and only after 1 s (short decodes: MI labels,
+    training plays, tests); cleared when the batch ends."""
+    return tqdm(total=int(masked.sum()), desc="  passes", unit="pos", leave=False, disable=None, delay=1.0)
+
+
+def show_pass(bar, step, pick, still_masked):
+    if not bar.disable:   # the sums cost a sync each; only for a bar that is drawn
+        bar.set_postfix_str(f"pass {step + 1}, {int(still_masked.any(1).sum())} rows left", refresh=False)
+        bar.update(int(pick.sum()))
+
+
 def decode(model, tokens, masked, strategy, temperature=0.0, seed=0, index=None):
     """Reveal every masked position of ``tokens`` [B, N], one forward pass per active row per step.
 
@@ -61,7 +115,8 @@ def decode(model, tokens, masked, strategy, temperature=0.0, seed=0, index=None)
     (bench.streams), so its result does not depend on the other rows of the batch. ``log_q``
     sums the log-probabilities of the drawn values: for a strategy whose picks depend only on the
     state it is log q(x), the log-probability of the whole sample under the decoding process (an
-    exact task compares it with the true log p(x)).
+    exact task compares it with the true log p(x)). The model is called on copies and checked at
+    every pass (``forward``): a misbehaving model is a BenchError, never a scored decode.
     """
     tokens, masked = tokens.clone(), masked.clone()
     streams = Streams(seed, index if index is not None else torch.arange(tokens.shape[0]))
@@ -69,21 +124,23 @@ def decode(model, tokens, masked, strategy, temperature=0.0, seed=0, index=None)
     aux = torch.zeros_like(passes)
     log_q = torch.zeros(tokens.shape[0], dtype=torch.float64)
     start, step = time.perf_counter(), 0
-    while True:
-        active = masked.any(1).nonzero().squeeze(1)  # [A]
-        if active.numel() == 0:
-            return DecodeResult(tokens, passes, time.perf_counter() - start, aux, log_q)
-        rows = streams.take(active)
-        state = StepState(tokens[active], masked[active], model(tokens[active], masked[active]), step, rows)
-        if not all_finite(state.out.logits):
-            raise BenchError(f"the model returned non-finite logits at pass {step}")
-        pick = strategy.select(state)
-        check_pick(pick, state.masked, strategy.name, step)
-        if "aux_passes" in vars(state):   # a strategy that spent passes (an oracle's probes) made it
-            aux[active] += state.aux_passes  # counted apart from decoding passes
-        tokens[active], drawn_log_q = fill_values(state.tokens, state.out, pick, model.value_tokens, temperature,
-                                                  rows, step)
-        log_q[active] += drawn_log_q
-        masked[active] = state.masked & ~pick
-        passes[active] += 1
-        step += 1
+    with pass_bar(masked) as bar:
+        while True:
+            active = masked.any(1).nonzero().squeeze(1)  # [A]
+            if active.numel() == 0:
+                return DecodeResult(tokens, passes, time.perf_counter() - start, aux, log_q)
+            rows = streams.take(active)
+            step_tokens, step_masked = tokens[active], masked[active]
+            state = StepState(step_tokens, step_masked, forward(model, step_tokens, step_masked, step), step, rows)
+            pick = strategy.select(state)
+            check_pick(pick, state.masked, strategy.name, step)
+            if "aux_passes" in vars(state):   # a strategy that spent passes (an oracle's probes) made it
+                aux[active] += state.aux_passes  # counted apart from decoding passes
+            tokens[active], drawn_log_q = fill_values(state.tokens, state.out, pick, model.value_tokens,
+                                                      temperature, rows, step)
+            log_q[active] += drawn_log_q
+            still_masked = state.masked & ~pick
+            masked[active] = still_masked
+            passes[active] += 1
+            show_pass(bar, step, pick, still_masked)
+            step += 1

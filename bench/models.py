@@ -5,9 +5,11 @@ imported (from ``sys.path``: the current folder under ``python -m bench``, or ``
 and the callable called, with the task when it takes an argument, else with none. It must
 return a MaskedModel (``bench/core.py``): ``vocab_size``, ``value_tokens``, ``checkpoint_id``
 and ``__call__(tokens, masked) -> ModelOutput``. Before any decoding, the model is run once on
-one input of the task: its logits must be ``[1, N, vocab_size]`` and finite, and where a
+one input of the task (a copy: it must leave it unchanged): its ``value_tokens`` must be distinct
+and not the inputs' blank id, its logits ``[1, N, vocab_size]`` and finite, and where a
 strategy needs hidden states (``Strategy.needs``) ``ModelOutput.hidden`` must be a
-``[1, N, D]`` tensor. Every failure is one line naming the missing piece.
+``[1, N, D]`` tensor. Every failure is one line naming the missing piece. The decode loop
+checks the model again at every pass (``bench.decode.forward``).
 """
 import importlib
 import inspect
@@ -17,6 +19,7 @@ from pathlib import Path
 import torch
 
 from bench.core import all_finite
+from bench.decode import check_inputs_kept
 from bench.errors import BenchError
 
 SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
@@ -93,15 +96,33 @@ def load_model(task, model_arg=None):
     return task.load_model()
 
 
+def check_value_ids(model, eval_set, what):
+    """The ids the loop writes (``value_tokens``) are distinct and never the blank: the one id the
+    inputs hold at every masked position (a blank cell's id, a padding id), which the task's
+    scoring reads as not decoded. Inputs that keep several ids under their mask (real values
+    hidden from the model) name no blank; only distinctness is checked there."""
+    values = torch.as_tensor(model.value_tokens).cpu()
+    if len(values.unique()) != len(values):
+        twice = next(v for v in values.tolist() if values.tolist().count(v) > 1)
+        raise BenchError(f"{what}: value_tokens must be distinct token ids; {twice} is there twice")
+    blanks = eval_set.tokens[eval_set.masked].unique()
+    if len(blanks) == 1 and bool((values == blanks).any()):
+        raise BenchError(f"{what}: value_tokens hold {int(blanks)}, the id the inputs hold at masked positions "
+                         f"(a position revealed as {int(blanks)} would still read as blank); give the real values' ids")
+
+
 def probe(model, strategies, eval_set, what):
-    """One forward pass on the first input: logits of the right shape, finite, and hidden states
-    where a strategy needs them; one-line errors before any decoding."""
-    tokens, masked = eval_set.tokens[:1], eval_set.masked[:1]
+    """One forward pass on (a copy of) the first input: value ids apart from the blank, the input
+    left as given, logits of the right shape, finite, and hidden states where a strategy needs
+    them; one-line errors before any decoding."""
+    check_value_ids(model, eval_set, what)
+    tokens, masked = eval_set.tokens[:1].clone(), eval_set.masked[:1].clone()   # a write must not reach the inputs
     try:
         out = model(tokens, masked)
     except Exception as err:
         raise BenchError(f"{what}: a forward pass on one input failed ({type(err).__name__}: "
                          f"{str(err).splitlines()[0][:160] if str(err) else ''})") from None
+    check_inputs_kept((tokens, masked), (eval_set.tokens[:1], eval_set.masked[:1]), what, "in one forward pass")
     expected = (1, tokens.shape[1], model.vocab_size)
     logits = getattr(out, "logits", None)
     if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != expected:

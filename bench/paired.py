@@ -1,25 +1,24 @@
 """Paired verdicts from per-input records: two runs on the same inputs are compared input by input.
 
 A summary metric can be recomputed from the records when its dict carries ``per_input``:
-``{"statistic": NAME, "fields": [record fields], ...}`` with NAME one of ``STATISTICS``:
+``{"statistic": NAME, "fields": [record fields], ...}`` with NAME a registered statistic
+(``register_statistic``: bench registers the general ones below, a task its own beside its code):
 
 - ``mean``: the mean of one field (exact-board accuracy, passes);
 - ``ratio``: sum of one field over the sum of another (cell accuracy);
-- ``mean_difference``: the mean of one field minus another (an exact task's KL: log q - log p);
-- ``pooled_jsd``: JSD (bits) between the pooled k-mer counts of a string field (alphabet and k
-  given) and fixed ``reference`` counts. The reference is held fixed: both runs are measured
-  against the same reference sample, and the question is which run's samples are closer to it.
-- ``window_jsd_w1``: each string's mean JSD (bits) of its sliding ``window``-letter compositions
-  against a fixed ``reference`` composition; the statistic is the Wasserstein-1 distance between
-  the distribution of those values and the reference strings' own (``reference_values``, fixed).
+- ``mean_difference``: the mean of one field minus another (an exact task's KL: log q - log p).
+
+A statistic says how its columns come from the records (``columns``), how many fields and which
+fixed arguments its recipe carries, whether it is a plug-in distance to a fixed reference
+(``distance``) and how seeds pool (``pooled``: per-input values averaged, or counts added).
 
 Every statistic takes columns with a leading replicate axis, so thousands of bootstrap or
 permutation replicates are computed at once. Tests:
 
 - difference of two runs: paired bootstrap CI (input indices resampled jointly for both runs):
-  the percentile interval, but the basic one [2d - q97.5, 2d - q2.5] for the plug-in distances
-  (``DISTANCES``): they are biased upwards on resamples, the more so the nearer a run is to the
-  reference, so a difference's percentile interval is shifted;
+  the percentile interval, but the basic one [2d - q97.5, 2d - q2.5] for plug-in distances:
+  they are biased upwards on resamples, the more so the nearer a run is to the reference, so a
+  difference's percentile interval is shifted;
 - p-value: exact McNemar (two-sided binomial on the discordant inputs) for the mean of a 0/1
   field; otherwise a paired randomisation test (each input's two values swapped with
   probability 1/2; two-sided, with the +1 correction).
@@ -33,82 +32,66 @@ import numpy as np
 N_BOOT = 2000
 BOOT_SEED = 12345
 CHUNK = 100  # replicates per block where a statistic needs [replicates, inputs, K] memory
-DISTANCES = ("pooled_jsd", "window_jsd_w1")   # plug-in distances to a reference: basic bootstrap CIs
+POOLING = ("mean", "sum")   # how a statistic's seeds pool: per-input values averaged, or counts added
 
 
+def float_columns(recipe, fields):
+    """(columns, fixed arguments) of a statistic of plain numbers: each field as floats."""
+    return [np.array([float(v) for v in values]) for values in fields], {}
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """A registered statistic: ``compute(*columns, **fixed)`` over columns with leading replicate
+    axes; ``columns(recipe, fields)`` builds them from the recipe's record fields."""
+    name: str
+    compute: object
+    columns: object = float_columns
+    fields: int = 1             # record fields its recipe names
+    arguments: tuple = ()       # fixed values its recipe carries (a reference sample)
+    distance: bool = False      # a plug-in distance to a fixed reference: basic bootstrap intervals
+    pooled: str = "mean"        # POOLING
+
+
+STATISTICS = {}
+
+
+def register_statistic(name, *, distance=False, pooled="mean", fields=1, arguments=(), columns=float_columns):
+    """Decorator: ``compute`` becomes the statistic ``name`` that summary recipes may name. A name
+    another definition holds is refused in one line (bench.registry.claim)."""
+    from bench.registry import claim
+    if pooled not in POOLING:
+        raise ValueError(f"statistic {name}: pooled must be one of {POOLING}, got {pooled!r}")
+
+    def add(compute):
+        claim("statistic", STATISTICS, name, Statistic(name, compute, columns, fields, arguments, distance, pooled),
+              origin=compute)
+        return compute
+    return add
+
+
+def statistic(name):
+    """The registered statistic ``name``, loading the plugins' ``statistics`` modules once when it
+    is not registered yet (they import no model code); None when no plugin registers it."""
+    if name not in STATISTICS:
+        from bench.registry import load_plugins
+        load_plugins("statistics")
+    return STATISTICS.get(name)
+
+
+@register_statistic("mean")
 def stat_mean(values):
     return values.mean(-1)
 
 
+@register_statistic("ratio", pooled="sum", fields=2)
 def stat_ratio(numerators, denominators):
     return numerators.sum(-1) / np.maximum(denominators.sum(-1), 1e-12)
 
 
+@register_statistic("mean_difference", fields=2)
 def stat_mean_difference(first, second):
     return (first - second).mean(-1)
-
-
-def jsd_bits(p, q):
-    """Jensen-Shannon divergence in bits of count arrays [..., K] (rows need not sum to 1)."""
-    p = p / np.maximum(p.sum(-1, keepdims=True), 1e-300)
-    q = q / np.maximum(q.sum(-1, keepdims=True), 1e-300)
-    m = (p + q) / 2
-
-    def kl(a):
-        ratio = np.where(a > 0, a / np.where(m > 0, m, 1), 1.0)
-        return (a * np.log2(ratio)).sum(-1)
-    return (kl(p) + kl(q)) / 2
-
-
-def stat_pooled_jsd(counts, reference):
-    """counts [..., n, K] -> JSD of the pooled counts against ``reference`` [K]."""
-    return jsd_bits(counts.sum(-2), np.asarray(reference, float))
-
-
-W1_GRID = 2000  # quantile levels of the Wasserstein-1 integral (exact when it is a multiple of both sizes)
-
-
-def quantiles(values, grid=W1_GRID):
-    """[..., grid] inverted-CDF quantiles of ``values`` [..., n] at levels (i + 1/2) / grid."""
-    n = values.shape[-1]
-    at = np.ceil((np.arange(grid) + 0.5) / grid * n).astype(int) - 1
-    return np.sort(values, axis=-1)[..., at]
-
-
-def stat_w1(values, reference_values):
-    """Wasserstein-1 distance between the empirical distribution of ``values`` [..., n] and that of
-    fixed ``reference_values`` [m]: the mean absolute gap of their quantile functions."""
-    return np.abs(quantiles(values) - quantiles(np.asarray(reference_values, float))).mean(-1)
-
-
-STATISTICS = {"mean": stat_mean, "ratio": stat_ratio, "mean_difference": stat_mean_difference,
-              "pooled_jsd": stat_pooled_jsd, "window_jsd_w1": stat_w1}
-
-
-def kmer_counts(strings, alphabet, k):
-    """[n, len(alphabet) ** k] counts of the overlapping k-mers of each string (others skipped)."""
-    index = {"".join(kmer): i for i, kmer in enumerate(product(alphabet, repeat=k))}
-    counts = np.zeros((len(strings), len(index)))
-    for row, text in enumerate(strings):
-        for start in range(len(text) - k + 1):
-            column = index.get(text[start:start + k])
-            if column is not None:
-                counts[row, column] += 1
-    return counts
-
-
-def window_jsd(strings, alphabet, window, reference):
-    """[n] mean JSD (bits) of each string's sliding ``window``-letter compositions against the
-    ``reference`` composition (counts over ``alphabet``); letters outside it are left out, and a
-    string shorter than the window is one window of all its letters."""
-    index = {letter: i for i, letter in enumerate(alphabet)}
-    out = np.zeros(len(strings))
-    for row, text in enumerate(strings):
-        onehot = np.eye(len(alphabet))[[index[c] for c in text if c in index]].reshape(-1, len(alphabet))
-        totals = np.vstack([np.zeros(len(alphabet)), np.cumsum(onehot, 0)])
-        width = min(window, len(onehot))
-        out[row] = jsd_bits(totals[width:] - totals[:-width], np.asarray(reference, float)[None]).mean()
-    return out
 
 
 @dataclass
@@ -123,7 +106,12 @@ class PerInput:
     def __call__(self, idx=None):
         """The metric on the inputs ``idx`` ([R, n] replicates or None for all)."""
         cols = self.columns if idx is None else [c[idx] for c in self.columns]
-        return STATISTICS[self.statistic](*cols, **self.extra)
+        return STATISTICS[self.statistic].compute(*cols, **self.extra)
+
+    @property
+    def distance(self):
+        """Whether the metric is a plug-in distance to a fixed reference (basic bootstrap)."""
+        return STATISTICS[self.statistic].distance
 
     @property
     def binary(self):
@@ -132,21 +120,15 @@ class PerInput:
 
 def per_input(metric, records):
     """The PerInput of a summary ``metric`` dict over ``records`` sorted by index, or None when the
-    metric cannot be recomputed from records (no ``per_input`` recipe, or fields missing)."""
+    metric cannot be recomputed from records (no ``per_input`` recipe, a statistic no plugin
+    registers, or fields missing)."""
     recipe = metric.get("per_input")
     if not recipe or any(field not in records[0] for field in recipe["fields"]):
         return None
-    if recipe["statistic"] == "pooled_jsd":
-        strings = [r[recipe["fields"][0]] for r in records]
-        columns = [kmer_counts(strings, recipe["alphabet"], recipe["k"])]
-        extra = {"reference": np.asarray(recipe["reference"], float)}
-    elif recipe["statistic"] == "window_jsd_w1":
-        strings = [r[recipe["fields"][0]] for r in records]
-        columns = [window_jsd(strings, recipe["alphabet"], recipe["window"], recipe["reference"])]
-        extra = {"reference_values": np.asarray(recipe["reference_values"], float)}
-    else:
-        columns = [np.array([float(r[f]) for r in records]) for f in recipe["fields"]]
-        extra = {}
+    registered = statistic(recipe["statistic"])
+    if registered is None:
+        return None
+    columns, extra = registered.columns(recipe, [[r[f] for r in records] for f in recipe["fields"]])
     return PerInput(metric["name"], recipe["statistic"], columns, metric["higher_is_better"], extra)
 
 
@@ -177,7 +159,7 @@ def randomisation_p(a, b, observed, n_perm=N_BOOT, seed=BOOT_SEED):
     def null_diff(block):
         cols_a = [np.where(expand(block, ca), cb, ca) for ca, cb in zip(a.columns, b.columns)]
         cols_b = [np.where(expand(block, ca), ca, cb) for ca, cb in zip(a.columns, b.columns)]
-        return STATISTICS[a.statistic](*cols_a, **a.extra) - STATISTICS[b.statistic](*cols_b, **b.extra)
+        return STATISTICS[a.statistic].compute(*cols_a, **a.extra) - STATISTICS[b.statistic].compute(*cols_b, **b.extra)
     null = chunked(null_diff, swaps)
     return float((1 + (np.abs(null) >= abs(observed) - 1e-12).sum()) / (n_perm + 1))
 
@@ -190,7 +172,7 @@ def expand(swaps, column):
 def paired_difference(a, b, level=0.95, n_boot=N_BOOT, seed=BOOT_SEED):
     """a - b for two PerInput of the same metric on the same inputs.
 
-    Returns a dict: diff, ci_low, ci_high (paired bootstrap: basic for DISTANCES, else
+    Returns a dict: diff, ci_low, ci_high (paired bootstrap: basic for plug-in distances, else
     percentile), ci_method, p (McNemar or randomisation), test, n and, for 0/1 metrics, the
     discordant counts (a only, b only).
     """
@@ -201,7 +183,7 @@ def paired_difference(a, b, level=0.95, n_boot=N_BOOT, seed=BOOT_SEED):
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(boots, [tail, 100 - tail])
     method = "paired bootstrap, percentile"
-    if a.statistic in DISTANCES:
+    if a.distance:
         low, high, method = 2 * observed - high, 2 * observed - low, "paired bootstrap, basic"
     result = {"diff": observed, "ci_low": float(low), "ci_high": float(high), "ci_method": method, "n": n}
     if a.binary and b.binary:

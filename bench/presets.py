@@ -110,7 +110,7 @@ LEARNED_ABLATIONS = tuple(
     for mode in ("sample", "threshold"))
 VERDICTS = {
     "sudoku": Verdicts(budgets=(5, 6, 8, 12, 16, 24), margin=0.01, ablations=MI_ABLATIONS + ORACLE + LEARNED_ABLATIONS),
-    # window_jsd (W1, bits): 0.003 is about the ladder's 10% substitution rung over the floor
+    # the headline (W1, bits): 0.003 is about the ladder's 10% substitution rung over the floor
     # (reports/protein_ladder.md), the smallest degradation the metric is built to see
     "protein": Verdicts(budgets=(8, 12, 16, 24), margin=0.003, ablations=MI_ABLATIONS + LEARNED_ABLATIONS),
     # KL in nats per sequence; sequential is exact (KL 0) on the chain

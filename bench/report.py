@@ -1,5 +1,6 @@
 """`bench report`: Pareto plots and tables drawn from result files only (never runs a model)."""
 import os
+import tempfile
 import zlib
 from collections import Counter
 from dataclasses import dataclass
@@ -21,6 +22,11 @@ from bench.sweeps import point_label, reference_run, sweep_lines  # noqa: E402
 from bench.table import csv_text, latex, markdown, metric_of, numeric_rows, summary_rows  # noqa: E402
 
 plt.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42})  # TrueType fonts embedded in PDF/PS
+
+REPO = Path(__file__).resolve().parent.parent
+# the committed pair: reports/ is a pure function of results/, so no other results write there
+SHIPPED_RESULTS, SHIPPED_REPORTS = REPO / "results", REPO / "reports"
+SHIPPED_BASELINES = REPO / "baselines"   # committed results too (the CI gate's): nothing is written into them
 
 
 @dataclass(frozen=True)
@@ -275,13 +281,63 @@ def write_ablations(verdicts, out_dir):
     return [path]
 
 
-def report(results_dir, out_dir, docs_root=None):
-    """Figures (both sizes) and tables per task from the result files under ``results_dir``; then
-    the report tables quoted in the .md files under ``docs_root`` are rewritten. PDFs carry no
-    creation date (SOURCE_DATE_EPOCH 0 unless set), so unchanged results give the same bytes."""
+def report_folder(results_dir, out_dir=None):
+    """Where `bench report` writes: ``out_dir``, else beside the results it reads: the committed
+    reports/ for the committed results/, ``DIR/reports`` for any other ``DIR`` (inside it, so two
+    result folders never share one, and a scratch run's figures go where its results are). The
+    committed reports/ is refused as the ``out_dir`` of other results, and a folder inside the
+    committed results/ or baselines/ needs an ``out_dir`` (its reports/ would join them)."""
+    results = Path(results_dir).resolve()
+    if out_dir is None and results == SHIPPED_RESULTS:
+        return SHIPPED_REPORTS
+    if out_dir is None and any(results.is_relative_to(f) for f in (SHIPPED_RESULTS, SHIPPED_BASELINES)):
+        raise BenchError(f"--results {results_dir} lies in a committed folder; give --out for its report "
+                         f"(e.g. --out /tmp/reports)")
+    if out_dir is None:
+        return Path(results_dir) / "reports"
+    if Path(out_dir).resolve() == SHIPPED_REPORTS and results != SHIPPED_RESULTS:
+        raise BenchError(f"--out {out_dir} is the committed reports/, made from the committed results/ only; "
+                         f"give a scratch folder (e.g. --out /tmp/reports)")
+    return Path(out_dir)
+
+
+def nearest_existing(path):
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_writable(out):
+    """A one-line error unless the folder ``out`` (made later, with its parents) can be written,
+    before any work. Found by making and removing a folder in its nearest existing ancestor:
+    permission bits do not stop root, and only trying shows a read-only file system or /proc."""
+    found = nearest_existing(Path(out))
+    if not found.is_dir():
+        what = "is a file, not a folder" if found == Path(out) else f"lies under {found}, which is not a folder"
+        raise BenchError(f"--out {out} {what}; give a folder")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".bench-report-", dir=found))
+    except OSError as err:
+        raise BenchError(f"--out {out}: cannot write in {found} ({err.strerror}); give a folder you can write") from None
+
+
+def default_docs(results_dir, out_dir):
+    """The checkout, whose .md files quote the committed reports, when the committed pair is
+    written; else None (other reports never rewrite them)."""
+    pair = (Path(results_dir).resolve(), Path(out_dir).resolve())
+    return SHIPPED_RESULTS.parent if pair == (SHIPPED_RESULTS, SHIPPED_REPORTS) else None
+
+
+def report(results_dir, out_dir=None, docs_root=None):
+    """Figures (both sizes) and tables per task from the result files under ``results_dir``,
+    written to ``report_folder(results_dir, out_dir)``; then the report tables quoted in the .md
+    files under ``docs_root`` are rewritten. PDFs carry no creation date (SOURCE_DATE_EPOCH 0
+    unless set), so unchanged results give the same bytes. Returns the folder written."""
+    out_dir = report_folder(results_dir, out_dir)
+    check_writable(out_dir)
     os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
     groups = task_groups(results_dir)
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
     for task, (group, left_out, verdicts) in groups.items():
         paths = draw_figures(group, task, out_dir) + write_tables(group, task, out_dir, verdicts)
         note = f" ({left_out} runs of other models/data/limits/seeds left out)" if left_out else ""
@@ -294,3 +350,5 @@ def report(results_dir, out_dir, docs_root=None):
     if docs_root:
         for path in sync_markdown(docs_root, out_dir):
             print(f"rewrote report tables in {path}")
+    print(f"report written to {out_dir}")
+    return out_dir

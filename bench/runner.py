@@ -315,7 +315,8 @@ def cell_lock(summary_path, label):
     """Hold the lock of one run cell (a .lock file beside its summary) while deciding whether to
     decode it and decoding it: a second process running the same cell waits here, then finds it
     complete. The kernel drops the lock of a killed process. The file goes once the cell is
-    complete (later processes then find it complete without locking)."""
+    complete (later processes then find it complete without locking), and when the cell stops
+    on an error (finished batches stay in the partial file; nothing else is left behind)."""
     path = summary_path.with_name(summary_path.name.removesuffix(".json") + ".lock")
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as handle:
@@ -324,8 +325,10 @@ def cell_lock(summary_path, label):
         except BlockingIOError:
             print(f"  {label}: another process is running it; waiting for it to finish", file=sys.stderr)
             fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
-        path.unlink(missing_ok=True)
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)
 
 
 def draws_randomly(task, strategy):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.paired import (DISTANCES, N_BOOT, PerInput, better_sign, chunked, paired_difference, per_input,
+from bench.paired import (STATISTICS, N_BOOT, PerInput, better_sign, chunked, paired_difference, per_input,
                           replicate_indices)
 from bench.results import run_records
 from bench.table import metric_of
@@ -76,7 +76,7 @@ def pool_seeds(group):
 
     def combine(parts):
         columns = [sum(p.columns[k] for p in parts) for k in range(len(parts[0].columns))]
-        if parts[0].statistic in ("mean", "mean_difference", "window_jsd_w1"):   # per-input values: averaged
+        if STATISTICS[parts[0].statistic].pooled == "mean":   # per-input values averaged, counts added
             columns = [c / len(parts) for c in columns]
         return PerInput(parts[0].name, parts[0].statistic, columns, parts[0].higher_is_better, parts[0].extra)
     seeds = sorted(r.summary["config"]["seed"] for r in group)
@@ -157,14 +157,14 @@ def interval(replicates, level=0.95):
 
 def centred(replicates, value, distance):
     """The replicates intervals and p-values are read from: reflected about the point value
-    (2v - r: the basic bootstrap) for a plug-in distance (bench.paired.DISTANCES), whose
+    (2v - r: the basic bootstrap) for a plug-in distance (a statistic registered as one), whose
     replicates are biased upwards; otherwise as they are (the percentile bootstrap)."""
     return 2 * value - replicates if distance else replicates
 
 
 def is_distance(lines):
-    """Whether the lines' quality metric is a plug-in distance (bench.paired.DISTANCES)."""
-    return any(line.runs and line.runs[0].quality.statistic in DISTANCES for line in lines)
+    """Whether the lines' quality metric is a plug-in distance (its statistic registered as one)."""
+    return any(line.runs and line.runs[0].quality.distance for line in lines)
 
 
 def bootstrap_p(replicates):

@@ -1,6 +1,9 @@
 """Bring your own model: any network wrapped as a MaskedModel, run on a shipped task (Sudoku).
 
-    PYTHONPATH=examples python -m bench run --tasks sudoku --model byo_model:make_model --strategies topk:k=3 --limit 10
+    PYTHONPATH=examples python -m bench run --tasks sudoku --model byo_model:make_model --strategies topk:k=3 --limit 10 --out /tmp/byo/results
+    python -m bench report --results /tmp/byo/results      # figures and tables in /tmp/byo/results/reports
+
+A scratch ``--out``: the committed results/ holds the shipped models' runs only.
 
 ``--model package.module:factory`` imports the module and calls the factory (with the task when it
 takes an argument). The network here is untrained (seeded): it shows the contract, not a good

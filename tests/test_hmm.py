@@ -174,9 +174,9 @@ def test_sampled_runs_verify_and_runs_made_before_per_input_streams_say_they_can
     model, eval_set = task.load_model(), task.eval_set(6, 0)
     strategy = parse_strategy("topk:k=8")
     records, _ = decode_rows(task, model, eval_set, strategy, torch.arange(6), 0)
-    assert "reproduce it" in verify_run(task, model, eval_set, strategy, records, 3, "topk", "cmd", 0)
+    assert "reproduce it" in verify_run(task, model, eval_set, strategy, ({}, records), 3, "topk", "cmd", 0)
     records[2]["log_q"] += 0.5
     with pytest.raises(BenchError, match="does not reproduce"):
-        verify_run(task, model, eval_set, strategy, records, 6, "topk", "cmd", 0)
+        verify_run(task, model, eval_set, strategy, ({}, records), 6, "topk", "cmd", 0)
     old = [{k: v for k, v in r.items() if k != "log_q"} for r in records]   # a run from before log_q
-    assert verify_run(task, model, eval_set, strategy, old, 3, "topk", "cmd", 0).startswith("not verified: made with one")
+    assert verify_run(task, model, eval_set, strategy, ({}, old), 3, "topk", "cmd", 0).startswith("not verified: made with one")

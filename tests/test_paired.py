@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from bench.paired import jsd_bits, kmer_counts, mcnemar_p, paired_difference, per_input
+from bench.paired import mcnemar_p, paired_difference, per_input
+from tasks.protein.statistics import jsd_bits, kmer_counts
 from bench.verdicts import Run, budget_table, interpolate, make_line, non_inferiority, replicate_indices
 
 

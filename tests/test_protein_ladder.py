@@ -10,7 +10,8 @@ import pytest
 from scipy.stats import wasserstein_distance
 
 from bench.errors import BenchError
-from bench.paired import per_input, stat_w1, window_jsd
+from bench.paired import per_input
+from tasks.protein.statistics import stat_w1, window_jsd
 from bench.runner import check_arguments, set_temperature
 from tasks.protein import ladder as L
 from tasks.protein import metrics as pm

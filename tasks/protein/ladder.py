@@ -24,7 +24,7 @@ from scipy import sparse
 
 from bench.checkpoints import cache_dir
 from bench.errors import BenchError
-from bench.paired import jsd_bits, kmer_counts, stat_w1
+from tasks.protein.statistics import jsd_bits, kmer_counts, stat_w1
 from bench.results import cached_json, load_json, records_path, run_records
 from tasks.protein import metrics as pm
 from tasks.protein.fasta import AMINO_ACIDS, read_fasta

@@ -14,7 +14,7 @@ import numpy as np
 from scipy import sparse
 
 from bench.checkpoints import cached_arrays
-from bench.paired import jsd_bits, stat_w1, window_jsd
+from tasks.protein.statistics import jsd_bits, stat_w1, window_jsd
 from tasks.protein.fasta import AMINO_ACIDS
 
 INDEX = {aa: i for i, aa in enumerate(AMINO_ACIDS)}

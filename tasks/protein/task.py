@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
-import bench.paired
 import bench.stats
 from bench.checkpoints import cache_dir, file_id
 from bench.core import EvalSet, Task
+from bench.files import MiB
 from bench.provenance import portable_path
 from bench.registry import register_task
 from bench.results import cached_json
@@ -17,6 +17,7 @@ from bench.stats import basic_bootstrap_groups, mean_metric
 from tasks.protein import hooks
 from tasks.protein import judge as judge_module
 from tasks.protein import metrics as metrics_module
+from tasks.protein import statistics as statistics_module
 from tasks.protein.encoding import blank_batch, decode_sequences
 from tasks.protein.fasta import AMINO_ACIDS, read_fasta
 from tasks.protein.judge import UniRepJudge, weights_path
@@ -27,6 +28,10 @@ from tasks.protein.split import REFERENCE_A, REFERENCE_B
 
 N_SAMPLES = 500
 MIN_FLOOR_HALF = 2  # sequences per half, at least, for a floor from a custom reference
+# A reference FASTA (--data): the shipped ones are 44 KB (500 sequences). Every reference
+# sequence is scored by the judge (16 s per 500 on a CPU, once; then cached): 64 MiB is about
+# 600,000 sequences, hours of judging, past any reference a run needs.
+REFERENCE_LIMIT = 64 * MiB
 
 
 @functools.lru_cache(maxsize=1)
@@ -69,7 +74,7 @@ class ProteinTask(Task):
 
     def load_reference(self):
         if self.reference is None:
-            self.reference = read_fasta(self.reference_path)
+            self.reference = read_fasta(self.reference_path, limit=REFERENCE_LIMIT)
         return self.reference
 
     def problems(self):
@@ -135,7 +140,7 @@ class ProteinTask(Task):
         return hooks.order_examples()
 
 
-FLOOR_CODE = (__file__, metrics_module.__file__, judge_module.__file__, bench.stats.__file__, bench.paired.__file__)
+FLOOR_CODE = (__file__, metrics_module.__file__, judge_module.__file__, bench.stats.__file__, statistics_module.__file__)
 
 
 def floor_key(sample, reference):
@@ -183,7 +188,7 @@ def w1_metric(name, label, values, ref_values, recipe=None):
 def window_metric(sequences, reference, ref_comp):
     """The headline: W1 between the per-sequence windowed-composition JSDs of the generated and
     of the reference sequences (docs/protein_metrics.md); paired tests hold the reference's values
-    fixed (bench.paired ``window_jsd_w1``)."""
+    fixed (``window_jsd_w1``, tasks/protein/statistics.py)."""
     composition = ref_comp.sum(0)
     values, ref_values = window_values(sequences, composition), window_values(reference, composition)
     recipe = {"statistic": "window_jsd_w1", "fields": ["sequence"], "alphabet": AMINO_ACIDS, "window": WINDOW,
