@@ -86,7 +86,7 @@ def strategy_color(name):
 
 def error_bars(runs, name):
     """Values and [below, above] CI distances of metric ``name`` over ``runs``. A basic-bootstrap CI
-    of a biased statistic (a small set's window_jsd) can lie wholly on one side of its value: the
+    of a biased statistic (a plug-in distance on a small set) can lie wholly on one side of its value: the
     bar then reaches from the value to the far end of the interval."""
     ms = [metric_of(r, name) for r in runs]
     return ([m["value"] for m in ms],

@@ -11,6 +11,7 @@ import torch
 
 from bench.checkpoints import count_params
 from bench.device import place
+from bench.files import HELPER_LIMIT, checked_path
 from bench.provenance import provenance
 from bench.results import write_text_atomic
 from strategies.mi.estimator import FILE_NAME, load_estimator
@@ -95,7 +96,8 @@ def evaluate(task, out_dir, where=None):
     network = load_estimator(path, model.checkpoint_id, task.name)
     payload = {"schema_version": "mi-1", "task": task.name, "model_id": model.checkpoint_id,
                "estimator": {"path": f"tasks/{task.name}/weights/{FILE_NAME}", "n_params": count_params(network),
-                             "meta": torch.load(path, weights_only=True)["meta"]},
+                             "meta": torch.load(checked_path(path, "MI estimator", HELPER_LIMIT),
+                                                  weights_only=True)["meta"]},
                "grid": task.mi_grid(), "splits": {}}
     for split in ("heldout", "ood"):
         metrics, (tokens, masked, true, pred) = split_report(task, model, network, split)

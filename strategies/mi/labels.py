@@ -18,10 +18,19 @@ from tqdm import tqdm
 
 from bench.checkpoints import cache_dir, save_atomic
 from bench.errors import BenchError
+from bench.files import GiB, checked_path
 from strategies.mi import SPLITS
 from strategies.mi.exact import exact_mi
 
 CHUNK = 32
+# A file of a label set: a chunk holds CHUNK [N, N] float16 matrices (protein, N = 102: 0.7 MB),
+# the contexts [n, N] tokens and masks (3,000 protein contexts: 3 MB); 1 GiB is far past both.
+LABEL_FILE_LIMIT = 1 * GiB
+
+
+def load_label_file(path):
+    """torch.load one file of a label set (checked first: a regular file within LABEL_FILE_LIMIT)."""
+    return torch.load(checked_path(path, "MI label file", LABEL_FILE_LIMIT), weights_only=True)
 
 
 def label_dir(task_name, model_id, split, n, seed, probe=0):
@@ -59,7 +68,7 @@ def make_contexts(folder, task, model, split, n, seed):
     """Make (or reuse) the contexts of a label set."""
     path = folder / "contexts.pt"
     if path.exists():
-        return torch.load(path, weights_only=True)
+        return load_label_file(path)
     generator = torch.Generator().manual_seed(seed * 1000 + SPLITS.index(split))
     tokens, masked = task.mi_contexts(model, split, n, generator)
     payload = {"tokens": tokens, "masked": masked}
@@ -104,9 +113,9 @@ def load_labels(task, model_id, split, n=None, seed=0, probe=None):
     if not (folder / "meta.json").exists():
         raise BenchError(f"MI label set {folder} is missing or unfinished; make it with: "
                          f"python -m bench mi labels --task {task.name} --split {split}")
-    ctx = torch.load(folder / "contexts.pt", weights_only=True)
+    ctx = load_label_file(folder / "contexts.pt")
     chunks = sorted(folder.glob("chunk_*.pt"))
-    mi = torch.cat([torch.load(c, weights_only=True)["mi"] for c in chunks]).float()
+    mi = torch.cat([load_label_file(c)["mi"] for c in chunks]).float()
     return ctx["tokens"], ctx["masked"], mi
 
 

@@ -20,9 +20,13 @@ import numpy as np
 import torch
 
 from bench.errors import BenchError
+from bench.files import MiB, read_text
 
 TOLERANCE = 1e-6   # rows of a parameter file must sum to 1 within this
 DEFAULT_HMM = Path(__file__).parent / "data" / "hmm.json"   # the shipped chain
+# An HMM parameter file: the shipped chain (6 states, 8 values) is 2.5 KB; 16 MiB holds a chain of
+# about 800 states written with full float precision, whose forward-backward is already slow.
+HMM_FILE_LIMIT = 16 * MiB
 
 
 @dataclass(frozen=True)
@@ -77,13 +81,12 @@ def check_stochastic(name, array, ndim, path):
 def load_hmm(path):
     """Read and check an HMM parameter file (JSON: length, init [K], trans [K, K], emit [K, V])."""
     path = Path(path)
+    text = read_text(path, "HMM file", HMM_FILE_LIMIT)
     try:
-        raw = json.loads(path.read_text())
+        raw = json.loads(text)
         arrays = {key: np.asarray(raw[key], dtype=float) for key in ("init", "trans", "emit")}
         length = raw["length"]
-    except FileNotFoundError:
-        raise BenchError(f"HMM file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError, TypeError) as err:
+    except (json.JSONDecodeError, ValueError, TypeError, RecursionError) as err:
         raise BenchError(f"HMM file {path} is not a JSON object of numeric arrays: "
                          f"{str(err).splitlines()[0]}") from None
     except KeyError as err:

@@ -23,11 +23,12 @@ import torch
 from bench.checkpoints import build_from_payload, file_id, load_payload, with_weights
 from bench.core import EvalSet, Task
 from bench.errors import BenchError
+from bench.files import read_bytes
 from bench.provenance import portable_path
 from bench.registry import register_task
 from bench.stats import difference_metric, mean_metric
 from tasks.hmm import chain
-from tasks.hmm.chain import DEFAULT_HMM
+from tasks.hmm.chain import DEFAULT_HMM, HMM_FILE_LIMIT
 from tasks.hmm.model import DEFAULT_MDM, ExactHMMModel, HMMMDM, HMMModelConfig, HMMTransformer
 
 HERE = Path(__file__).parent
@@ -45,6 +46,7 @@ class HMMTask(Task):
     name = "hmm"
     headline = "kl_nats"
     temperature = 1.0   # values are drawn: q is the sampling distribution
+    needs_sampling = True   # KL(q || p) reads log q of each sample: --temperature 0 is refused
     weights_dir = HERE / "weights" / "exact"
     extra_figures = ("share_over_1nat",)
     mi_label_sizes = {"train": 4000, "heldout": 500, "ood": 500}
@@ -72,12 +74,12 @@ class HMMTask(Task):
         if self.model_path:
             raise BenchError(f"task {self.name} decodes with the exact chain and takes no --model; "
                              f"a trained model runs as task hmm_mdm")
-        return ExactHMMModel(self.hmm, file_id(self.data_path))
+        return ExactHMMModel(self.hmm, file_id(self.data_path, "HMM file", HMM_FILE_LIMIT))
 
     def eval_set(self, limit=None, seed=0):
         n = N_SEQUENCES if limit is None else limit
         tokens = torch.zeros(n, self.hmm.length, dtype=torch.long)
-        digest = hashlib.sha256(self.data_path.read_bytes()).hexdigest()[:12]
+        digest = hashlib.sha256(read_bytes(self.data_path, "HMM file", HMM_FILE_LIMIT)).hexdigest()[:12]
         return EvalSet(tokens=tokens, masked=torch.ones_like(tokens, dtype=torch.bool), data_id=digest, extras={})
 
     def data_summary(self):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bench.checkpoints import cache_dir
 from bench.errors import BenchError
+from bench.files import GiB, read_text
 from tasks.protein.blastdb import read_blast_db
 from tasks.protein.fasta import AMINO_ACIDS, write_fasta
 from tasks.protein.split import make_split
@@ -26,6 +27,7 @@ SOURCE_DIR = Path("/usr/share/metastudent-data/dataset_201401")
 ONTOLOGIES = ("MFO", "BPO", "CCO")
 MIN_IDENTITY, MIN_QUERY_COVER = 0.5, 0.5
 INSTALL_HINT = "install it with: apt-get install metastudent-data mmseqs2"
+HITS_LIMIT = 4 * GiB   # mmseqs' hits of the held-out sequences among 1.8 million windows
 
 
 def full_set_path():
@@ -69,7 +71,7 @@ def relatives_of_heldout(heldout, candidates, workdir):
                     "--min-seq-id", str(MIN_IDENTITY), "--format-output", "query,target,fident,alnlen,qlen",
                     "--threads", "2", "-v", "1"], check=True)
     related = set()
-    for line in hits.read_text().splitlines():
+    for line in read_text(hits, "mmseqs hits file", HITS_LIMIT).splitlines():
         _, target_name, _, alnlen, qlen = line.split("\t")
         if int(alnlen) >= MIN_QUERY_COVER * int(qlen):
             related.add(target_name)

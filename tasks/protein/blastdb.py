@@ -12,6 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from bench.errors import BenchError
+from bench.files import GiB, checked_path, read_bytes
+
+# A BLAST database file: Swiss-Prot's (metastudent-data) are about 200 MB together.
+BLAST_FILE_LIMIT = 4 * GiB
 
 NCBISTDAA = "-ABCDEFGHIKLMNPQRSTVWXYZU*OJ"
 _DECODE = np.frombuffer(NCBISTDAA.encode().ljust(256, b"?"), dtype=np.uint8)
@@ -19,7 +23,7 @@ _ACCESSION = re.compile(rb"([A-Z0-9]{6,10})\|")
 
 
 def _read_index(pin):
-    raw = Path(pin).read_bytes()
+    raw = read_bytes(pin, "BLAST index", BLAST_FILE_LIMIT)
     at = 0
 
     def take(n):
@@ -50,8 +54,8 @@ def read_blast_db(prefix):
     if missing:
         raise BenchError(f"missing BLAST database file(s): {', '.join(missing)}")
     header_offsets, sequence_offsets = _read_index(paths[0])
-    residues = np.fromfile(paths[1], dtype=np.uint8)
-    headers = paths[2].read_bytes()
+    residues = np.fromfile(checked_path(paths[1], "BLAST sequence file", BLAST_FILE_LIMIT), dtype=np.uint8)
+    headers = read_bytes(paths[2], "BLAST header file", BLAST_FILE_LIMIT)
     for i in range(len(sequence_offsets) - 1):
         codes = residues[sequence_offsets[i]:sequence_offsets[i + 1] - 1]
         match = _ACCESSION.search(headers[header_offsets[i]:header_offsets[i + 1]])

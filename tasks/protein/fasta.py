@@ -2,10 +2,13 @@
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.checkpoints import read_text_file
 from bench.errors import BenchError
+from bench.files import GiB, read_text
 
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 standard residues
+# A FASTA file: the largest the suite reads is the stage-2 training set, 1.8 million windows of
+# 50-100 residues (about 200 MB); 1 GiB is five times that, about 5 GB of memory as Python text.
+FASTA_LIMIT = 1 * GiB
 
 
 @dataclass
@@ -44,12 +47,13 @@ def _problem(sequence, min_len, max_len):
     return None
 
 
-def read_fasta(path, min_len=50, max_len=100):
-    """Read a FASTA file; records with non-standard letters, no residues or a length outside
-    [min_len, max_len] are reported as 'file:line record: reason' and skipped."""
+def read_fasta(path, min_len=50, max_len=100, limit=FASTA_LIMIT):
+    """Read a FASTA file of at most ``limit`` bytes; records with non-standard letters, no
+    residues or a length outside [min_len, max_len] are reported as 'file:line record: reason'
+    and skipped."""
     path = Path(path)
     names, sequences, problems = [], [], []
-    for name, line, sequence in _records(read_text_file(path, "FASTA file").splitlines(), path):
+    for name, line, sequence in _records(read_text(path, "FASTA file", limit).splitlines(), path):
         reason = _problem(sequence, min_len, max_len)
         if reason:
             problems.append(f"{path.name}:{line} record {name or '(no name)'}: {reason}")

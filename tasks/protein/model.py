@@ -16,6 +16,7 @@ from bench.checkpoints import file_id, load_payload, save_atomic
 from bench.chunks import in_chunks
 from bench.core import MaskedModel, ModelOutput
 from bench.errors import BenchError
+from bench.files import CHECKPOINT_LIMIT, checked_path
 from tasks.protein.fasta import AMINO_ACIDS
 
 # The default model is stage 2 (stage 1 continued on all of Swiss-Prot); stage 1 ships as its
@@ -146,7 +147,7 @@ def published_weights(name):
 
 def load_published(name):
     d_model, n_heads, n_layers, _, _ = PUBLISHED[name]
-    path = published_weights(name)
+    path = checked_path(published_weights(name), f"{name} weights", CHECKPOINT_LIMIT)
     network = build_esmc(d_model, n_heads, n_layers)
     try:
         network.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))

@@ -22,6 +22,7 @@ from tqdm import tqdm
 from bench.checkpoints import file_id
 from bench.device import selected
 from bench.errors import BenchError
+from bench.files import MissingFile
 from tasks.protein.encoding import encode
 from tasks.protein.model import (AA_IDS, STAGE1_WEIGHTS, MASK_ID, build_esmc, load_protein_model,
                                  save_protein_checkpoint)
@@ -103,9 +104,10 @@ def training_sequences(data, split):
     if data == "full":
         from tasks.protein.bigdata import full_set_path, window_ends
         from tasks.protein.fasta import read_fasta
-        if not full_set_path().is_file():
-            raise BenchError(f"{full_set_path()} not found; build it first with: python -m bench data protein")
-        windows = read_fasta(full_set_path())
+        try:
+            windows = read_fasta(full_set_path())
+        except MissingFile as err:
+            raise BenchError(f"{err}; build it first with: python -m bench data protein") from None
         if windows.names and windows.names[0].count("/") != 2:
             raise BenchError(f"{full_set_path()} is from an older `bench data protein`; rebuild it")
         return [[(s, *window_ends(n)) for n, s in zip(windows.names, windows.sequences)]]

@@ -1,5 +1,4 @@
 """The Sudoku task: fill the blanks of hard puzzles; exact-board accuracy is the headline."""
-import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -11,12 +10,12 @@ from bench.registry import register_task
 from bench.stats import mean_metric, ratio_metric
 from tasks.sudoku import hooks
 from tasks.sudoku.checkpoint import DEFAULT_WEIGHTS, load_sudoku_model
-from tasks.sudoku.data import TEST_SET, check_solutions, read_puzzles
+from tasks.sudoku.data import NOTE_ROWS, TEST_SET, check_solutions, data_id, note, read_puzzles
 from tasks.sudoku.generate import grid_string
 from tasks.sudoku.solver import breaks_rules, search_nodes, solution_near
 
 
-DIFFICULTY = ("easy", "medium", "hard")   # thirds of the data file by backtracking search nodes
+DIFFICULTY = ("easy", "medium", "hard")   # thirds of a run's puzzles by backtracking search nodes
 
 
 @register_task
@@ -38,8 +37,10 @@ class SudokuTask(Task):
     def __init__(self, data=None, model=None):
         self.data_path = Path(data) if data else TEST_SET
         self.model_path = Path(model) if model else DEFAULT_WEIGHTS
-        self.puzzle_set = None
-        self.thirds = None
+        self.read_set = None      # every row of the data file, as read (read_puzzles)
+        self.puzzle_set = None    # its first ``checked_for`` usable puzzles (None: all), checked
+        self.checked_for = None
+        self.nodes = {}           # search nodes of puzzles rated so far, by index
 
     def config(self):
         return {"data": portable_path(self.data_path), "model": portable_path(self.model_path)}
@@ -47,24 +48,32 @@ class SudokuTask(Task):
     def load_model(self):
         return load_sudoku_model(self.model_path)
 
-    def load_puzzles(self):
-        """Read and check the puzzle file once: solve puzzles that come without solutions, drop
-        those without any, and note which have several."""
-        if self.puzzle_set is None:
-            self.puzzle_set = check_solutions(read_puzzles(self.data_path))
+    def read_puzzles(self):
+        """Every row of the data file, parsed (read once)."""
+        if self.read_set is None:
+            self.read_set = read_puzzles(self.data_path)
+        return self.read_set
+
+    def load_puzzles(self, limit=None):
+        """The first ``limit`` usable puzzles of the data file (None: all), checked: solutions
+        counted and solved where none is stored, puzzles without any dropped. Rows past them
+        are not searched; a later call for more checks again."""
+        have = self.checked_for
+        if self.puzzle_set is None or (have is not None and (limit is None or limit > have)):
+            self.puzzle_set, self.checked_for = check_solutions(self.read_puzzles(), limit), limit
         return self.puzzle_set
 
     def data_summary(self):
-        """What the run line says about the data besides its size: puzzles with several solutions."""
-        several = int((~self.load_puzzles().unique).sum())
+        """What the run line says about the data besides its size: puzzles with several solutions
+        (among those checked: the run's)."""
+        several = int((~self.load_puzzles(self.checked_for).unique).sum())
         return (f"{several} with several solutions: solved means any valid completion; cell accuracy "
                 f"compares with the solution nearest the decoded grid") if several else ""
 
     def eval_set(self, limit=None, seed=0):
-        puzzles = self.load_puzzles()
+        puzzles = self.load_puzzles(limit)
         grids = torch.as_tensor(puzzles.puzzles[:limit], dtype=torch.long)
-        digest = hashlib.sha256(puzzles.puzzles.tobytes() + puzzles.solutions.tobytes()).hexdigest()[:12]
-        return EvalSet(tokens=grids, masked=grids == 0, data_id=digest,
+        return EvalSet(tokens=grids, masked=grids == 0, data_id=data_id(self.read_puzzles()),
                        extras={"solutions": puzzles.solutions[:limit], "lines": puzzles.line_numbers[:limit],
                                "unique": puzzles.unique[:limit]})
 
@@ -89,27 +98,37 @@ class SudokuTask(Task):
             mean_metric("passes", column("passes"), False, "forward passes per board", field="passes"),
         ]
 
-    def difficulty_thirds(self):
-        """[n] 0, 1, 2: the tercile of each puzzle's backtracking search nodes in the whole data
-        file (easiest third first); ties go to the lower third."""
-        if self.thirds is None:
-            nodes = np.array([search_nodes(p) for p in self.load_puzzles().puzzles])
-            cuts = np.quantile(nodes, [1 / 3, 2 / 3])
-            self.thirds = (nodes > cuts[0]).astype(int) + (nodes > cuts[1]).astype(int)
-        return self.thirds
+    def difficulty_thirds(self, rows=None):
+        """[len(rows)] 0, 1, 2: the tercile of each of puzzles ``rows``' backtracking search nodes
+        among them (easiest third first; ties go to the lower third). ``rows``: eval-set indices,
+        a run's (None: every puzzle of the file); only these puzzles are rated."""
+        rows = list(range(len(self.load_puzzles().puzzles))) if rows is None else list(rows)
+        nodes = np.array(self.search_nodes(rows))
+        cuts = np.quantile(nodes, [1 / 3, 2 / 3])
+        return (nodes > cuts[0]).astype(int) + (nodes > cuts[1]).astype(int)
+
+    def search_nodes(self, rows):
+        """Search nodes of puzzles ``rows`` (eval-set indices), each rated once per task."""
+        new = sorted(set(rows) - set(self.nodes))
+        if new:
+            puzzles = self.load_puzzles(max(new) + 1).puzzles
+            if len(new) > NOTE_ROWS:
+                note(f"rating {len(new):,} puzzles of {self.data_path.name} by search nodes")
+            self.nodes.update((row, search_nodes(puzzles[row])) for row in new)
+        return [self.nodes[row] for row in rows]
 
     def accuracy_by_difficulty(self, records):
-        """Exact-board accuracy within each third of the data by search nodes (what replaced
-        rule_break_share, which equals 1 - exact accuracy on unique puzzles)."""
-        thirds = self.difficulty_thirds()[[r["index"] for r in records]]
+        """Exact-board accuracy within each third of the run's puzzles by search nodes (what
+        replaced rule_break_share, which equals 1 - exact accuracy on unique puzzles)."""
+        thirds = self.difficulty_thirds([r["index"] for r in records])
         exact = np.array([r["exact"] for r in records], dtype=float)
         return [mean_metric(f"exact_accuracy_{name}", exact[thirds == t], True,
                             f"exact-board accuracy, {name} third by search nodes")
                 for t, name in enumerate(DIFFICULTY) if (thirds == t).any()]
 
     def problems(self):
-        """Malformed rows of the data file (reported, skipped)."""
-        return self.load_puzzles().problems
+        """Malformed rows of the data file and unsolvable ones among those checked (reported, skipped)."""
+        return self.load_puzzles(self.checked_for).problems
 
     def train_model(self, settings, out):
         hooks.train_model(settings, out)
