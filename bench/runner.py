@@ -9,7 +9,6 @@ cell makes a second process running the same cell wait, then find it complete.
 """
 import contextlib
 import fcntl
-import hashlib
 import json
 import math
 import re
@@ -39,7 +38,6 @@ from bench.table import render_text
 
 SEED_MAX = 2 ** 32 - 1  # numpy's and torch's generators take seeds in [0, 2**32) on every platform
 DEFAULT_BATCH_SIZE = 250
-DEFAULT_VERIFY = 4      # inputs of a run found complete that are decoded again to check it
 VOLATILE = ("batch", "batch_seconds")  # record fields that depend on the batching or the clock
 # How far a float of a record decoded again may be from the stored one: another CPU or BLAS sums
 # float32 in another order (a log q of -187.068882 against -187.068891 across machines).

@@ -14,8 +14,6 @@ from bench.device import place, placement
 from bench.errors import BenchError
 from bench.registry import make_task, split_specs
 
-DEFAULT_BATCHES = "1,64,256,1024"
-
 
 def parse_batches(text):
     try:

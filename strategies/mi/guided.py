@@ -46,12 +46,6 @@ class MIGuided(Strategy):
     def helper_ids(self):
         return {"mi_estimator": self.estimator_id}
 
-    def predicted_mi(self, state, need=None):
-        """[B, N, N] the estimator's MI of the state (exact between the positions ``need``, default
-        the masked ones); one-line errors when unbound or non-finite."""
-        reader = self.reader(state, need)
-        return self.checked(reader, reader.matrix())
-
     def reader(self, state, need=None, order=None):
         """The estimator's MI of the state as a PairReader (computed as far as it is read, on the
         model's device), exact between the positions ``need`` (default: the masked ones); a

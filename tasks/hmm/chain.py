@@ -61,11 +61,6 @@ def draw_hmm(seed, n_states=6, n_values=8, length=64, stay=0.97, emit_concentrat
     return HMM(as_t(init), as_t(trans), as_t(emit), length)
 
 
-def hmm_to_json(hmm, about):
-    return json.dumps({"about": about, "length": hmm.length, "init": hmm.init.tolist(),
-                       "trans": hmm.trans.tolist(), "emit": hmm.emit.tolist()}, indent=1)
-
-
 def check_stochastic(name, array, ndim, path):
     """One-line errors for a parameter that is not a non-negative ``ndim``-array with rows summing to 1."""
     if array.ndim != ndim or array.size == 0:

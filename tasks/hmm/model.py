@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.core import MaskedModel, ModelOutput
+from bench.networks import NetworkModel, TransformerBlock
 from tasks.hmm import chain
 
 MASK_TOKEN = 0
@@ -72,25 +73,6 @@ class HMMModelConfig:
         return asdict(self)
 
 
-class Block(nn.Module):
-    """Pre-norm transformer block with full (bidirectional) attention."""
-
-    def __init__(self, cfg):
-        super().__init__()
-        self.n_heads = cfg.n_heads
-        self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
-        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
-        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
-        self.ff = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(), nn.Linear(cfg.d_ff, cfg.d_model))
-
-    def forward(self, x):
-        batch, n, width = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(batch, n, 3, self.n_heads, -1).permute(2, 0, 3, 1, 4)
-        att = F.scaled_dot_product_attention(q, k, v)
-        x = x + self.proj(att.transpose(1, 2).reshape(batch, n, width))
-        return x + self.ff(self.norm2(x))
-
-
 class HMMTransformer(nn.Module):
     """tokens [B, N] -> (logits over the V values [B, N, V], hidden [B, N, D])."""
 
@@ -99,7 +81,7 @@ class HMMTransformer(nn.Module):
         self.cfg = cfg
         self.token_emb = nn.Embedding(cfg.n_values + 1, cfg.d_model)
         self.pos_emb = nn.Embedding(cfg.length, cfg.d_model)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.blocks = nn.ModuleList(TransformerBlock(cfg) for _ in range(cfg.n_layers))
         self.norm = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.n_values)
 
@@ -110,28 +92,16 @@ class HMMTransformer(nn.Module):
         return self.head(self.norm(x)), x
 
 
-class HMMMDM(MaskedModel):
+class HMMMDM(NetworkModel):
     """The trained transformer as a MaskedModel."""
+    hidden_layer = -1
 
     def __init__(self, network, checkpoint_id, meta=None):
-        self.network = network.eval()
-        self.checkpoint_id = checkpoint_id
-        self.meta = meta or {}
+        super().__init__(network, checkpoint_id, meta)
         self.vocab_size = network.cfg.n_values
         self.value_tokens = torch.arange(1, network.cfg.n_values + 1)
-        self.hidden_layer = -1
 
-    @torch.inference_mode()
-    def __call__(self, tokens, masked):
+    def forward(self, tokens, masked):
         logits, hidden = self.network(tokens, masked)
         return ModelOutput(logits=logits, hidden=hidden)
-
-    def to(self, device):
-        self.network.to(device)
-        self.value_tokens = self.value_tokens.to(device)
-        return self
-
-    @property
-    def n_params(self):
-        return sum(p.numel() for p in self.network.parameters())
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import torch
 
 from bench.checkpoints import file_id, load_payload, save_atomic
-from bench.chunks import in_chunks
-from bench.core import MaskedModel, ModelOutput
+from bench.core import ModelOutput
 from bench.errors import BenchError
 from bench.files import CHECKPOINT_LIMIT, checked_path
+from bench.networks import NetworkModel
 from tasks.protein.fasta import AMINO_ACIDS
 
 # The default model is stage 2 (stage 1 continued on all of Swiss-Prot); stage 1 ships as its
@@ -76,25 +76,22 @@ def build_esmc(d_model, n_heads, n_layers):
     return ESMCNetwork(d_model=d_model, n_heads=n_heads, n_layers=n_layers)
 
 
-class ProteinModel(MaskedModel):
+class ProteinModel(NetworkModel):
     """MaskedModel over ESM token ids: logits over the 20 standard amino acids."""
     vocab_size = 20
 
     def __init__(self, network, checkpoint_id, hidden_layer=-1, meta=None):
-        self.network = network.eval()
-        self.checkpoint_id = checkpoint_id
+        super().__init__(network, checkpoint_id, meta)
         self.hidden_layer = hidden_layer
-        self.meta = meta or {}
         self.value_tokens = AA_IDS
 
     chunk_rows = 16   # rows per forward call on a CPU (side by side on 2 or more threads): the fastest
     #                   (250 rows on 1 thread: 1.88 s at 16 rows a call against 2.68 s in one call),
     #                   and bit-identical (bench.chunks)
 
-    @torch.inference_mode()
     def __call__(self, tokens, masked):
         self.grow_rotary_tables(tokens.shape[1], tokens.device)
-        return in_chunks(self.forward, tokens, masked, self.chunk_rows)
+        return super().__call__(tokens, masked)
 
     def grow_rotary_tables(self, length, device):
         """Each attention layer's rotary embedding keeps a cos/sin table that its forward grows
@@ -115,15 +112,6 @@ class ProteinModel(MaskedModel):
         logits, hiddens = self.network(tokens.masked_fill(masked, MASK_ID))
         return ModelOutput(logits=logits[..., self.value_tokens].float(), hidden=hiddens[self.hidden_layer].float())
 
-    def to(self, device):
-        """Move the network (and value ids) to ``device``; returns self."""
-        self.network.to(device)
-        self.value_tokens = self.value_tokens.to(device)
-        return self
-
-    @property
-    def n_params(self):
-        return sum(p.numel() for p in self.network.parameters())
 
 
 def save_protein_checkpoint(path, network, config, meta):

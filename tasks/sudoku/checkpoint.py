@@ -3,9 +3,15 @@ from pathlib import Path
 
 import torch
 
-from bench.checkpoints import build_from_payload, file_id, load_payload, save_atomic, with_weights
-from bench.chunks import in_chunks
-from bench.core import MaskedModel, ModelOutput
+from bench.checkpoints import (
+    build_from_payload,
+    file_id,
+    load_payload,
+    save_atomic,
+    with_weights,
+)
+from bench.core import ModelOutput
+from bench.networks import NetworkModel
 from tasks.sudoku.model import SudokuMDM, SudokuModelConfig
 
 DEFAULT_WEIGHTS = Path(__file__).parent / "weights" / "sudoku_mdm.pt"
@@ -16,35 +22,18 @@ def save_checkpoint(path, model, meta):
     save_atomic(path, {"config": model.cfg.to_dict(), "state_dict": model.state_dict(), "meta": meta})
 
 
-class SudokuModel(MaskedModel):
+class SudokuModel(NetworkModel):
     """The MaskedModel of the Sudoku task: digits 1..9 are the values, token = value + 1."""
     vocab_size = 9
-
-    def __init__(self, network, checkpoint_id, meta=None):
-        self.network = network.eval()
-        self.checkpoint_id = checkpoint_id
-        self.meta = meta or {}
-        self.value_tokens = torch.arange(1, 10)
-
     chunk_rows = 32   # rows per forward call on a CPU: the fastest there, and bit-identical (bench.chunks)
 
-    @torch.inference_mode()
-    def __call__(self, tokens, masked):
-        return in_chunks(self.forward, tokens, masked, self.chunk_rows)
+    def __init__(self, network, checkpoint_id, meta=None):
+        super().__init__(network, checkpoint_id, meta)
+        self.value_tokens = torch.arange(1, 10)
 
     def forward(self, tokens, masked):
         logits, hidden = self.network(tokens, masked)
         return ModelOutput(logits=logits, hidden=hidden)
-
-    def to(self, device):
-        """Move the network (and value ids) to ``device``; returns self."""
-        self.network.to(device)
-        self.value_tokens = self.value_tokens.to(device)
-        return self
-
-    @property
-    def n_params(self):
-        return sum(p.numel() for p in self.network.parameters())
 
     @property
     def hidden_layer(self):

@@ -2,9 +2,9 @@
 from dataclasses import asdict, dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from bench.networks import TransformerBlock
 from tasks.sudoku.solver import BOX_OF, COL_OF, ROW_OF
 
 MASK_TOKEN = 0  # tokens: 0 = mask, 1..9 = digits
@@ -29,25 +29,6 @@ def peer_mask():
     return (row[:, None] == row) | (col[:, None] == col) | (box[:, None] == box)
 
 
-class Block(nn.Module):
-    """Pre-norm transformer block."""
-
-    def __init__(self, cfg):
-        super().__init__()
-        self.n_heads = cfg.n_heads
-        self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
-        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
-        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
-        self.ff = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(), nn.Linear(cfg.d_ff, cfg.d_model))
-
-    def forward(self, x, attn_mask):
-        batch, cells, width = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(batch, cells, 3, self.n_heads, -1).permute(2, 0, 3, 1, 4)
-        att = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)  # [B, H, 81, W/H]
-        x = x + self.proj(att.transpose(1, 2).reshape(batch, cells, width))
-        return x + self.ff(self.norm2(x))
-
-
 class SudokuMDM(nn.Module):
     """tokens [B, 81] -> (logits over digits 1..9 [B, 81, 9], hidden [B, 81, D])."""
 
@@ -56,7 +37,7 @@ class SudokuMDM(nn.Module):
         self.cfg = cfg
         self.token_emb = nn.Embedding(10, cfg.d_model)
         self.pos_emb = nn.ModuleList(nn.Embedding(9, cfg.d_model) for _ in range(3))  # row, col, box
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.blocks = nn.ModuleList(TransformerBlock(cfg) for _ in range(cfg.n_layers))
         self.norm = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, 9)
         self.register_buffer("units", torch.as_tensor(list(zip(ROW_OF, COL_OF, BOX_OF))).T.contiguous(),
