@@ -124,6 +124,14 @@ def build_parser():
     return parser
 
 
+def task_protocols():
+    """Every TaskProtocol a registered strategy requires (bench.protocols), each once."""
+    found = []
+    for cls in STRATEGIES.values():
+        found += [p for p in cls.requires if p not in found]
+    return found
+
+
 def list_everything():
     """`bench list`: every task (with its data builders), strategy, helper trainer and preset."""
     load_plugins()
@@ -134,6 +142,8 @@ def list_everything():
             print(f"  {'':12s}   --{option}: {text}")
         for target, (text, _) in cls().data_builders().items():
             print(f"  {'':12s}   bench data {target}: {text}")
+        supported = [p.name for p in task_protocols() if not p.missing(cls)]
+        print(f"  {'':12s}   supports: {', '.join(supported) if supported else 'no helper protocol'}")
     print("strategies (name:key=value,...):")
     for name, cls in sorted(STRATEGIES.items()):
         print(f"  {name:12s} {cls.__doc__.splitlines()[0]}")

@@ -7,7 +7,6 @@ same attributes). Nothing here names a task or a strategy.
 """
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -111,6 +110,7 @@ class Strategy:
     """Chooses which masked positions to reveal at a pass. Subclasses are dataclasses whose
     fields are the strategy's parameters (``topk:k=7`` sets ``k``)."""
     name: ClassVar[str]
+    requires: ClassVar[tuple] = ()   # TaskProtocols a task must implement for this strategy
     aux_passes_metric: ClassVar[str | None] = None   # record name of aux passes (an oracle's probing); None: spends none
     needs: ClassVar[tuple] = ()   # what it reads of the model's output besides logits: ("hidden",) for hidden states
 
@@ -149,17 +149,16 @@ class Task:
 
     Required: ``name``, ``headline`` (the metric Pareto plots use), ``load_model``, ``eval_set``,
     ``records``, ``summarize``, ``config``. Every other member is an optional hook with its
-    default here; the commands that need a hook a task lacks say so in one line.
+    default here; the commands that need a hook a task lacks say so in one line. What a strategy
+    family needs of a task beyond these it declares as a TaskProtocol (the MI helpers in
+    strategies/mi, the learned order in strategies/learned), which a task implements by defining
+    its members (bench.protocols).
     """
     name: ClassVar[str]
     headline: ClassVar[str]
     temperature: ClassVar[float] = 0.0          # 0 = argmax values, > 0 = sampled values
     options: ClassVar[dict] = {}                # --data / --model help for `bench list`
     extra_figures: ClassVar[tuple] = ()         # metrics besides the headline to draw Pareto plots of
-    weights_dir: ClassVar[Path | None] = None   # where the model's trained helpers ship
-    mi_label_sizes: ClassVar[dict] = {}         # MI label sets: split -> number of contexts
-    mi_probe: ClassVar[int] = 0                 # probed positions per MI context (0: every masked one)
-    order_training: ClassVar[dict] = {}         # order policy defaults: batch, step_units, n_eval, init_gamma {T: g}
 
     def __init__(self, data=None, model=None):
         self.data, self.model = data, model
@@ -206,26 +205,3 @@ class Task:
     def data_builders(self) -> dict:
         """`bench data NAME`: name -> (one-line help, function(args)) that builds a data set."""
         return {}
-
-    def mi_contexts(self, model, split: str, n: int, generator) -> tuple:
-        """(tokens [n, N], masked [n, N]): partly masked states for MI labels of ``split``."""
-        raise BenchError(f"task {self.name} gives no MI contexts")
-
-    def mi_peers(self):
-        """bool [N, N] of known structural peers (the MI report counts them), or None."""
-        return None
-
-    def mi_grid(self) -> int:
-        """Side of the square grid MI maps draw lines on (0: none)."""
-        return 0
-
-    def order_examples(self) -> tuple:
-        """(x0 [n, N], start tokens [n, N], start masked [n, N]) to train order policies on."""
-        raise BenchError(f"task {self.name} gives no training examples for a learned order")
-
-    def order_reward(self, x0, tokens, log_q) -> torch.Tensor:
-        """[B] float: the task's own per-input quality of decoded ``tokens`` [B, N] (``x0``: the
-        training example; ``log_q`` [B]: the decode's log-probability of its values), higher is
-        better; what a learned order trained with objective=reward maximises."""
-        raise BenchError(f"task {self.name} has no per-input order reward; train its order with objective=elbo")
-

@@ -227,6 +227,7 @@ class Driver:
         """Hold the run's lock (runner.cell_lock's file) until the command ends; False if another
         process holds it."""
         path = run.paths[0].with_name(run.paths[0].name.removesuffix(".json") + ".lock")
+        path.parent.mkdir(parents=True, exist_ok=True)   # the --out check leaves no folders behind
         handle = self.locks.enter_context(open(path, "a"))
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

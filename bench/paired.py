@@ -24,7 +24,6 @@ permutation replicates are computed at once. Tests:
   probability 1/2; two-sided, with the +1 correction).
 """
 from dataclasses import dataclass
-from itertools import product
 from math import comb
 
 import numpy as np

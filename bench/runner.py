@@ -31,8 +31,20 @@ from bench.plan import minutes, plan_task, print_plan
 from bench.presets import plan
 from bench.provenance import describe_numerics, numerics, provenance
 from bench.registry import canonical, make_task, parse_strategy, split_specs
-from bench.results import (SCHEMA_VERSION, append_batch, check_records, load_json, read_batches, records_text,
-                           run_id, summary_problem, text_digest, to_json, write_batches, write_text_atomic)
+from bench.results import (
+    SCHEMA_VERSION,
+    append_batch,
+    check_records,
+    load_json,
+    read_batches,
+    records_text,
+    run_id,
+    summary_problem,
+    text_digest,
+    to_json,
+    write_batches,
+    write_text_atomic,
+)
 from bench.stats import mean_metric
 from bench.table import render_text
 
@@ -183,6 +195,8 @@ def prepare(task, strategies, task_plan, model_arg=None, where=None):
     model = place(load_model(task, model_arg), where)
     probe(model, [strategy for _, strategy in strategies], next(iter(eval_sets.values())), model_name(task, model))
     for _, strategy in strategies:
+        for protocol in strategy.requires:
+            protocol.check(task, f"strategy {strategy.name}")
         strategy.bind(task, model)
     return model, eval_sets
 

@@ -44,3 +44,19 @@ def test_a_missing_plugin_is_a_one_line_error(tmp_path):
 def test_nothing_outside_the_toy_folder_names_it():
     sources = [p for folder in ("bench", "strategies", "tasks") for p in (ROOT / folder).rglob("*.py")]
     assert [p for p in sources if "toy" in p.read_text().lower()] == []
+
+
+def test_a_strategy_on_a_task_without_its_protocol_is_a_one_line_error(tmp_path):
+    """The toy task implements neither the MI estimator's protocol nor the learned order's:
+    `bench list` says so, and running either family on it names what is missing, before decoding."""
+    listed = bench("list", tmp_path=tmp_path)
+    toy_lines = listed.stdout.split("  toy ", 1)[1].splitlines()
+    assert any("supports: no helper protocol" in line for line in toy_lines[:4])
+    for spec, protocol in (("mi:gamma=0.3", "MI estimator"), ("learned:T=5", "learned order")):
+        run = bench("run", "--tasks", "toy", "--strategies", spec, "--out", tmp_path / "results", tmp_path=tmp_path)
+        assert run.returncode == 2
+        lines = run.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error: strategy {spec.partition(':')[0]} needs task toy "
+                                                       f"to support the {protocol}")
+        assert "lacks weights_dir" in lines[0]
+        assert not list((tmp_path / "results").rglob("*.json*"))

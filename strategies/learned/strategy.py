@@ -12,15 +12,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-import torch
-
 from bench.checkpoints import file_id
 from bench.core import Strategy, all_finite
 from bench.device import helper_device, run_helper
 from bench.errors import BenchError
 from bench.registry import register_strategy
-from strategies.learned.policy import (MODES, choose_reveals, file_name, load_policy, position_scalars,
-                                     reveal_probs, train_command)
+from strategies.learned import ORDER_TASK
+from strategies.learned.policy import (
+    MODES,
+    choose_reveals,
+    file_name,
+    load_policy,
+    position_scalars,
+    reveal_probs,
+    train_command,
+)
 
 
 def check_params(budget, temperature, mode):
@@ -36,6 +42,7 @@ def check_params(budget, temperature, mode):
 @dataclass
 class Learned(Strategy):
     """Reveal by the learned policy P_psi of step budget T: Bernoulli draws (sample) or p >= 0.5 (threshold)."""
+    requires: ClassVar[tuple] = (ORDER_TASK,)
     name: ClassVar[str] = "learned"
     needs: ClassVar[tuple] = ("hidden",)   # the policy reads the model's hidden states
     T: int = 10

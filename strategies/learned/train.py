@@ -35,14 +35,24 @@ import torch
 from tqdm import tqdm
 
 from bench.checkpoints import count_params
-from bench.core import Task
 from bench.decode import decode
 from bench.device import place, selected
 from bench.errors import BenchError
 from bench.registry import register_trainer, set_fields
 from bench.training import setup_log
-from strategies.learned.policy import (OrderNet, PolicyConfig, choose_reveals, file_name, position_scalars,
-                                     reinforce_loss, reveal_kl, reveal_log_prob, reveal_probs, save_policy)
+from strategies.learned import ORDER_TASK
+from strategies.learned.policy import (
+    OrderNet,
+    PolicyConfig,
+    choose_reveals,
+    file_name,
+    position_scalars,
+    reinforce_loss,
+    reveal_kl,
+    reveal_log_prob,
+    reveal_probs,
+    save_policy,
+)
 
 log = logging.getLogger("train.order")
 OBJECTIVES = ("reward", "elbo")
@@ -77,6 +87,7 @@ class OrderTrainConfig:
 
 def resolve(cfg, task):
     """Fill the task's defaults (its ``order_training``) into ``cfg`` and check it; returns cfg."""
+    ORDER_TASK.check(task, "bench train order")
     defaults = task.order_training
     if not defaults:
         raise BenchError(f"task {task.name} has no order_training defaults; it cannot train a learned order")
@@ -104,7 +115,7 @@ def resolve(cfg, task):
 
 def has_reward(task):
     """Whether ``task`` defines a per-input ``order_reward`` (protein does not: its quality is a set metric)."""
-    return type(task).order_reward is not Task.order_reward
+    return hasattr(task, "order_reward")
 
 
 def value_index(model, x0):
@@ -306,7 +317,7 @@ class Trainer:
         """Held-out numbers, with the same random numbers every time (they differ by the policies only):
         P's log-likelihood of x0 along its own orders, the task's reward of P's decodes sampled and
         thresholded, and for objective elbo the ELBO from Q."""
-        cfg, (x0, start, start_masked, values) = self.cfg, held_out
+        cfg, (x0, start, start_masked, _) = self.cfg, held_out
         stats = {"loglik_p": self.rollout(held_out, "prior").loglik.mean().item()}
         for mode in ("sample", "threshold"):
             decoded = play(self.model, self.prior, start, start_masked, cfg, self.task.temperature, 2 ** 40 + cfg.seed,

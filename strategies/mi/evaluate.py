@@ -12,7 +12,7 @@ import torch
 from bench.checkpoints import count_params
 from bench.device import place
 from bench.files import HELPER_LIMIT, checked_path
-from bench.provenance import provenance
+from bench.provenance import portable_path, provenance
 from bench.results import write_text_atomic
 from strategies.mi.estimator import FILE_NAME, load_estimator
 from strategies.mi.exact import exact_mi, symmetric
@@ -95,13 +95,13 @@ def evaluate(task, out_dir, where=None):
     path = task.weights_dir / FILE_NAME
     network = load_estimator(path, model.checkpoint_id, task.name)
     payload = {"schema_version": "mi-1", "task": task.name, "model_id": model.checkpoint_id,
-               "estimator": {"path": f"tasks/{task.name}/weights/{FILE_NAME}", "n_params": count_params(network),
+               "estimator": {"path": portable_path(path), "n_params": count_params(network),
                              "meta": torch.load(checked_path(path, "MI estimator", HELPER_LIMIT),
                                                   weights_only=True)["meta"]},
-               "grid": task.mi_grid(), "splits": {}}
+               "grid": task.mi_grid() if hasattr(task, "mi_grid") else 0, "splits": {}}
     for split in ("heldout", "ood"):
         metrics, (tokens, masked, true, pred) = split_report(task, model, network, split)
-        peers = task.mi_peers()
+        peers = task.mi_peers() if hasattr(task, "mi_peers") else None
         if peers is not None:
             metrics["peer_share_top1pct"] = peer_shares(true, pred, masked, peers)
         payload["splits"][split] = metrics

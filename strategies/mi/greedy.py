@@ -103,7 +103,9 @@ def greedy_select_ranked(masked, gamma, lam, reader):
     budget = np.full(batch, gamma, dtype=np.float32)
     picked, waits = np.zeros((batch, n), dtype=bool), np.full(batch, -1, dtype=np.int64)
     rows = np.arange(batch)
-    from strategies.mi._walk import walk   # numba (0.35 s to import) only where an MI rule runs
+    from strategies.mi._walk import (
+        walk,  # numba (0.35 s to import) only where an MI rule runs
+    )
     while rows.size:
         walk(rows, in_order, n_masked, np.float32(lam), reader.ranked_mi, reader.frontier, reader.ranked_bound,
              step, budget, taken, count, picked, waits, STEP)

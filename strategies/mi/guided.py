@@ -11,6 +11,7 @@ from bench.core import Strategy
 from bench.device import helper_device, run_helper
 from bench.errors import BenchError
 from bench.registry import register_strategy
+from strategies.mi import MI_TASK
 from strategies.mi.estimator import FILE_NAME, WholeMatrix, load_estimator
 from strategies.mi.greedy import greedy_select, greedy_select_ranked
 
@@ -26,6 +27,7 @@ def check_budget(gamma, lam):
 @dataclass
 class MIGuided(Strategy):
     """Entropy-ordered greedy reveal; cost = entropy + lam * predicted MI with those chosen, budget gamma."""
+    requires: ClassVar[tuple] = (MI_TASK,)
     name: ClassVar[str] = "mi"
     needs: ClassVar[tuple] = ("hidden",)   # the estimator reads the model's hidden states
     gamma: float = 0.3

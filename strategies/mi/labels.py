@@ -19,7 +19,7 @@ from tqdm import tqdm
 from bench.checkpoints import cache_dir, save_atomic
 from bench.errors import BenchError
 from bench.files import GiB, checked_path
-from strategies.mi import SPLITS
+from strategies.mi import MI_TASK, SPLITS
 from strategies.mi.exact import exact_mi
 
 CHUNK = 32
@@ -59,6 +59,7 @@ def probed_mi(model, tokens, masked, probe, generator):
 
 def default_size(task, split):
     """The task's size of a label set of ``split`` (its ``mi_label_sizes``); one-line error without."""
+    MI_TASK.check(task, "MI labels")
     if split not in task.mi_label_sizes:
         raise BenchError(f"task {task.name} names no MI label set size for split {split!r} (its mi_label_sizes); give --n")
     return task.mi_label_sizes[split]
@@ -81,7 +82,7 @@ def make_labels(task, model, split, n=None, seed=0, device="cpu", probe=None):
     if split not in SPLITS:
         raise BenchError(f"unknown MI split {split!r}; choose from: {', '.join(SPLITS)}")
     n = n or default_size(task, split)
-    probe = task.mi_probe if probe is None else probe
+    probe = getattr(task, "mi_probe", 0) if probe is None else probe
     folder = label_dir(task.name, model.checkpoint_id, split, n, seed, probe)
     folder.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -108,7 +109,7 @@ def load_labels(task, model_id, split, n=None, seed=0, probe=None):
     """(tokens [C, N], masked [C, N], directed mi [C, N, N] float32) of a finished label set;
     rows that were not probed are NaN."""
     n = n or default_size(task, split)
-    probe = task.mi_probe if probe is None else probe
+    probe = getattr(task, "mi_probe", 0) if probe is None else probe
     folder = label_dir(task.name, model_id, split, n, seed, probe)
     if not (folder / "meta.json").exists():
         raise BenchError(f"MI label set {folder} is missing or unfinished; make it with: "

@@ -36,7 +36,7 @@ def independence(pred, true, tau):
 
 def estimator_metrics(pred, true):
     """Every estimator quality number the suite reports."""
-    from scipy import stats   # here, not at the top: every `bench run` loads this module
+    from scipy import stats  # here, not at the top: every `bench run` loads this module
     return {"pairs": int(len(true)), "pearson": float(stats.pearsonr(pred, true)[0]),
             "spearman": float(stats.spearmanr(pred, true)[0]),
             "mae": float(np.abs(pred - true).mean()), "bins": bin_errors(pred, true),

@@ -14,7 +14,13 @@ from tqdm import tqdm
 
 from bench.checkpoints import count_params
 from bench.device import place, placement, selected
-from strategies.mi.estimator import FILE_NAME, EstimatorConfig, MIEstimator, save_estimator, transform
+from strategies.mi.estimator import (
+    FILE_NAME,
+    EstimatorConfig,
+    MIEstimator,
+    save_estimator,
+    transform,
+)
 from strategies.mi.exact import symmetric
 from strategies.mi.labels import load_labels
 from strategies.mi.metrics import estimator_metrics, pair_values
