@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.paired import better_sign, paired_difference
-from bench.presets import VERDICTS
+from bench.presets import VERDICTS, Verdicts
 from bench.sweeps import reference_run, sweep_lines
 from bench.verdicts import (areas, bootstrap_p, budget_table, centred, interval, is_distance, joint_indices,
                             load_runs, make_line, non_inferiority, select_line)
@@ -100,13 +100,25 @@ def ablation_at_budgets(with_idea, without, idx, budgets):
     return out
 
 
+BUDGET_GRID = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)   # passes, for tasks without settings
+
+
+def default_verdicts(runs):
+    """The verdict settings of a task that names none (bench.presets.VERDICTS): the budgets of
+    BUDGET_GRID that lie within the runs' mean passes, non-inferiority at margin 0 (a run must not
+    be worse than sequential beyond its CI), no ablations."""
+    passes = [run.passes() for run in runs]
+    budgets = tuple(b for b in BUDGET_GRID if min(passes) <= b <= max(passes)) or (round(min(passes)),)
+    return Verdicts(budgets=budgets, margin=0.0)
+
+
 def task_verdicts(group, task, root):
     """Everything the verdict tables and claims of ``task`` need, or None when no run's headline
     can be recomputed from its records (results made before per-input recipes: `bench rescore`)."""
-    config = VERDICTS.get(task)
     runs, left_out = load_runs(group, root)
-    if config is None or len(runs) < 2:
+    if len(runs) < 2:
         return None
+    config = VERDICTS.get(task) or default_verdicts(runs)
     idx = joint_indices(runs)
     by_summary = {id(r.summary): r for r in runs}
     lines = {name: [by_summary[id(s)] for s in line if id(s) in by_summary]

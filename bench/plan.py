@@ -137,8 +137,10 @@ def minutes(seconds):
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def print_plan(task_name, estimates, out=sys.stderr):
-    """The plan's lines for one task: each run, then the total and the physical limit."""
+def print_plan(task_name, estimates, out=None):
+    """The plan's lines for one task (on ``out``, default stderr): each run, then the total and
+    the physical limit."""
+    out = out or sys.stderr
     print(f"plan for {task_name}: {len(estimates)} runs", file=out)
     for e in estimates:
         print(f"  {e.label}: {e.inputs} inputs x {e.passes:.1f} passes, {minutes(e.seconds)} "

@@ -60,6 +60,16 @@ SWEEPS["hmm"] = SWEEP_HMM + sweep("mi_oracle", "gamma", (2, 4, 8))
 SWEEPS["hmm_mdm"] = list(SWEEP_HMM)
 
 
+def sweep_of(task_name, sweeps=SWEEPS):
+    """The specs a preset runs on a task: its sweep, or for a task the sweeps do not name (a task
+    folder just added) every registered strategy at its default spec."""
+    from bench.registry import STRATEGIES, load_plugins
+    if task_name in sweeps:
+        return list(sweeps[task_name])
+    load_plugins()
+    return sorted(STRATEGIES)
+
+
 DEFAULT_TASK = "sudoku"   # what `bench run` without --preset or --tasks runs
 
 
@@ -130,12 +140,14 @@ class Preset:
         strategies: task name -> list of strategy specs.
         limits: task name -> number of inputs (None: the full data).
         seeds: every seed the preset runs (a tuple), or task name -> its seeds.
+        any_task: a task the preset does not name runs every registered strategy (``sweep_of``).
     """
     name: str
     about: str
     strategies: dict
     limits: dict
     seeds: tuple | dict = (0,)
+    any_task: bool = False
 
 
 PRESETS = {p.name: p for p in [
@@ -147,13 +159,13 @@ PRESETS = {p.name: p for p in [
            limits={"sudoku": 100, "protein": 40, "hmm": 200, "hmm_mdm": 200}),
     Preset("default", "every strategy's sweep (SWEEPS) on the full data: 1,000 puzzles, 500 proteins, "
                       "1,000 sequences of the exact task (hmm, hmm_mdm)",
-           strategies=SWEEPS, limits={"sudoku": None, "protein": None, "hmm": None, "hmm_mdm": None}),
+           strategies=SWEEPS, limits={"sudoku": None, "protein": None, "hmm": None, "hmm_mdm": None}, any_task=True),
     # Three seeds per task; a run that draws nothing (argmax values and a deterministic strategy:
     # most of Sudoku's sweep) runs its first seed only, since the others would repeat its records.
     # `bench report` pools the seeds of a run in its verdicts.
     Preset("paper", "the default sweep on the full data; 3 seeds for every run that draws random numbers",
            strategies=SWEEPS, limits={"sudoku": None, "protein": None, "hmm": None, "hmm_mdm": None},
-           seeds=(0, 1, 2)),
+           seeds=(0, 1, 2), any_task=True),
 ]}
 
 
@@ -193,10 +205,10 @@ def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None):
     plans = []
     for name in names:
         lookup("task", name, TASKS)
-        if strategies is None and name not in preset.strategies:
+        if strategies is None and name not in preset.strategies and not preset.any_task:
             raise BenchError(f"preset {preset.name!r} has no strategies for task {name!r}; "
                              f"give --strategies or one of its tasks: {', '.join(preset.strategies)}")
-        specs = split_specs(strategies) if strategies else list(preset.strategies[name])
+        specs = split_specs(strategies) if strategies else sweep_of(name, preset.strategies)
         task_limit = limit if limit is not None else preset.limits.get(name)
         seeds = preset.seeds.get(name, (0,)) if isinstance(preset.seeds, dict) else preset.seeds
         plans.append(TaskPlan(name, specs, task_limit, (seed,) if seed is not None else seeds))

@@ -97,7 +97,7 @@ def check_arguments(args):
         if text is not None and not split_specs(text):
             raise BenchError(f"{flag} is empty; name at least one (`python -m bench list` shows them)")
     # an empty path would mean the current folder (--out) or the task's default (--data, --model)
-    for flag, text, instead in (("--out", args.out, "a results folder"),
+    for flag, text, instead in (("--out", getattr(args, "out", None), "a results folder"),
                                 ("--data", getattr(args, "data", None), "a data file, or leave --data out"),
                                 ("--model", getattr(args, "model", None), "a checkpoint, or leave --model out")):
         if text is not None and not text.strip():

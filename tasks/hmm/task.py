@@ -77,7 +77,7 @@ class HMMTask(Task):
         return ExactHMMModel(self.hmm, file_id(self.data_path, "HMM file", HMM_FILE_LIMIT))
 
     def eval_set(self, limit=None, seed=0):
-        n = N_SEQUENCES if limit is None else limit
+        n = N_SEQUENCES if limit is None else min(limit, N_SEQUENCES)   # --limit: at most the first N
         tokens = torch.zeros(n, self.hmm.length, dtype=torch.long)
         digest = hashlib.sha256(read_bytes(self.data_path, "HMM file", HMM_FILE_LIMIT)).hexdigest()[:12]
         return EvalSet(tokens=tokens, masked=torch.ones_like(tokens, dtype=torch.bool), data_id=digest, extras={})

@@ -103,12 +103,12 @@ class SudokuTask(Task):
         among them (easiest third first; ties go to the lower third). ``rows``: eval-set indices,
         a run's (None: every puzzle of the file); only these puzzles are rated."""
         rows = list(range(len(self.load_puzzles().puzzles))) if rows is None else list(rows)
-        nodes = np.array(self.search_nodes(rows))
+        nodes = np.array(self.nodes_of(rows))
         cuts = np.quantile(nodes, [1 / 3, 2 / 3])
         return (nodes > cuts[0]).astype(int) + (nodes > cuts[1]).astype(int)
 
-    def search_nodes(self, rows):
-        """Search nodes of puzzles ``rows`` (eval-set indices), each rated once per task."""
+    def nodes_of(self, rows):
+        """Backtracking search nodes of puzzles ``rows`` (eval-set indices), each rated once per task."""
         new = sorted(set(rows) - set(self.nodes))
         if new:
             puzzles = self.load_puzzles(max(new) + 1).puzzles
