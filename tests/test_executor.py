@@ -9,7 +9,8 @@ import os
 import pytest
 
 from bench.cli import main
-from bench.executor import shard_ranges
+from bench.results import batch_line, run_id
+from bench.run.ray_executor import shard_ranges
 
 if os.environ.get("UNMASK_BENCH_REQUIRE_RAY"):
     import ray
@@ -52,9 +53,11 @@ def test_ray_shards_give_the_local_records_and_reruns_skip_finished_work(tmp_pat
     jsonl = next(folder.glob("topk*.jsonl"))
     stem = jsonl.name.removesuffix(".jsonl")
     done = [json.loads(line) for line in jsonl.read_text().splitlines()]
-    (folder / f"{stem}.partial.jsonl").write_text("".join(json.dumps(r) + "\n" for r in done if r["batch"] == 0))
-    (folder / f"{stem}.shard-1-2.partial.jsonl").write_text(
-        "".join(json.dumps(r) + "\n" for r in done if r["batch"] == 1) + '{"index": 4, "bat')
+    config_id = run_id(json.loads((folder / f"{stem}.json").read_text())["config"])
+    batch = {b: [r for r in done if r["batch"] == b] for b in (0, 1, 2)}
+    (folder / f"{stem}.partial.jsonl").write_text(batch_line(config_id, 0, batch[0]))
+    (folder / f"{stem}.shard-1-2.partial.jsonl").write_text(batch_line(config_id, 1, batch[1])
+                                                           + batch_line(config_id, 2, batch[2])[:40])
     jsonl.unlink()
     (folder / f"{stem}.json").unlink()
     capsys.readouterr()

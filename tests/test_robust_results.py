@@ -12,7 +12,9 @@ import pytest
 from bench.errors import BenchError
 from bench.registry import parse_strategy
 from bench.results import check_records, scan_results, write_text_atomic
-from bench.runner import cell_lock, decode_run, draws_randomly, result_paths, run_config, run_one, verify_rows
+from bench.run.cell import Run, cell_lock, decode_run, result_paths
+from bench.run.local import run_one
+from bench.run.verify import draws_randomly, verify_rows
 from conftest import ROOT, run_cli
 from tasks.protein.task import ProteinTask
 from tasks.sudoku.task import SudokuTask
@@ -28,14 +30,15 @@ def sudoku():
 
 def run(sudoku, out, spec="topk:k=5", verify=0):
     task, model, eval_set = sudoku
-    return run_one(task, model, eval_set, parse_strategy(spec), spec, 0, LIMIT, BATCH, out, verify)
+    return run_one(Run(task, model, eval_set, parse_strategy(spec), spec, 0, LIMIT, batch_size=BATCH, out=out,
+                       verify=verify))
 
 
 def paths_of(sudoku, out, spec="topk:k=5"):
     task, model, eval_set = sudoku
     strategy = parse_strategy(spec)
     strategy.bind(task, model)
-    return result_paths(out, run_config(task, model, eval_set, strategy, 0, LIMIT, BATCH))
+    return Run(task, model, eval_set, strategy, spec, 0, LIMIT, batch_size=BATCH, out=out).paths
 
 
 def test_the_summary_records_the_count_and_checksum_of_its_records(sudoku, tmp_path):
@@ -49,9 +52,9 @@ def test_the_summary_records_the_count_and_checksum_of_its_records(sudoku, tmp_p
 
 @pytest.mark.parametrize("damage,reason", [
     (lambda text: "".join(text.splitlines(keepends=True)[:3]) + text[:20],  # 3 records and a cut line
-     "holds 3 complete records, the summary counts 6"),
+     "does not match the checksum"),
     (lambda text: text.replace('"passes": ', '"passes": 1', 1), "does not match the checksum"),
-    (lambda text: "", "holds 0 complete records"),
+    (lambda text: "", "does not match the checksum"),
 ])
 def test_damaged_records_make_the_run_incomplete_and_redone(sudoku, tmp_path, capsys, damage, reason):
     run(sudoku, tmp_path)
@@ -65,8 +68,9 @@ def test_damaged_records_make_the_run_incomplete_and_redone(sudoku, tmp_path, ca
     assert check_records(json.loads(summary_path.read_text()), records_path)[1] is None
 
 
-def test_a_summary_from_before_the_checksum_still_counts_as_complete(sudoku, tmp_path, capsys):
-    """Committed summaries have no records_sha256: their record count is checked instead."""
+def test_a_summary_without_the_checksum_is_not_complete(sudoku, tmp_path, capsys):
+    """Issue 27: a summary without records_sha256 leaves its records unprotected (a 1-byte edit
+    would pass), so it is not complete: the run is named and redone, and gets its checksum."""
     run(sudoku, tmp_path)
     summary_path, records_path, _ = paths_of(sudoku, tmp_path)
     old = json.loads(summary_path.read_text())
@@ -74,10 +78,8 @@ def test_a_summary_from_before_the_checksum_still_counts_as_complete(sudoku, tmp
     summary_path.write_text(json.dumps(old))
     capsys.readouterr()
     run(sudoku, tmp_path)
-    assert "complete already" in capsys.readouterr().err
-    records_path.write_text("".join(records_path.read_text().splitlines(keepends=True)[:-1]))
-    run(sudoku, tmp_path)
-    assert "holds 5 complete records, the summary counts 6" in capsys.readouterr().err
+    assert "no records_sha256" in capsys.readouterr().err
+    assert "records_sha256" in json.loads(summary_path.read_text())
 
 
 def test_report_names_every_file_it_cannot_read(sudoku, tmp_path):
@@ -121,14 +123,15 @@ def test_a_second_run_of_a_cell_waits_for_the_first_then_finds_it_complete(sudok
     paths = paths_of(sudoku, tmp_path)
     strategy = parse_strategy("topk:k=5")
     strategy.bind(task, model)
-    config = run_config(task, model, eval_set, strategy, 0, LIMIT, BATCH)
+    first_run = Run(task, model, eval_set, strategy, "first", 0, LIMIT, batch_size=BATCH, out=tmp_path)
+    assert first_run.paths == paths
     second = {}
-    with cell_lock(paths[0], "first"):
+    with cell_lock(first_run):
         waiter = threading.Thread(target=lambda: second.update(summary=run(sudoku, tmp_path)))
         waiter.start()
         waiter.join(timeout=3)
         assert waiter.is_alive(), "the second run must wait while the first holds the cell"
-        first = decode_run(task, model, eval_set, strategy, config, paths, "first")
+        first = decode_run(first_run)
         made = paths[1].stat().st_mtime_ns
     waiter.join(timeout=120)
     err = capsys.readouterr().err
@@ -206,7 +209,7 @@ def test_the_main_command_verifies_committed_runs(tmp_path):
     committed files (copied, so nothing is written into results/) are decoded again in part."""
     task, strategy = SudokuTask(), parse_strategy("threshold:tau=0.7")
     model, eval_set = task.load_model(), task.eval_set(None, 0)
-    config = run_config(task, model, eval_set, strategy, 0, None, 250)  # the default preset's run
+    config = Run(task, model, eval_set, strategy, "", 0, None, batch_size=250).config  # the default preset's run
     summary_path, records_path, _ = result_paths(ROOT / "results", config)
     committed = [summary_path, records_path]
     (tmp_path / "sudoku").mkdir()
