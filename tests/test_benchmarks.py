@@ -7,38 +7,45 @@ inputs (at the settings of tests/test_overhead.py; a strategy that probes the mo
 select is mostly forward passes, on 1 input), and the Sudoku MI estimator on 250 boards. A new
 task or strategy is measured with no edit here.
 
-Two calibration cases measure fixed work that no project code touches, in the same run: a
-small two-layer perceptron (dense float32 products, as the models are) and a first-pass rule
-written out in torch and numpy calls (as the strategies are). Each case names the one it is
-read against (``extra_info["calibration"]``), so `python -m bench.benchcheck` compares ratios
-to the calibration, which carry from one machine to another better than seconds do.
+Each round of a case runs just after a round of fixed calibration work that no project code
+touches, as long as the round (``timed``): a small two-layer perceptron for the forward passes
+and the estimator (dense float32 products, as the models are), a first-pass rule written out in
+torch and numpy calls for the selects. ``extra_info["ratio"]``, the median over rounds of the
+case's time over the calibration's, is what `python -m bench.benchcheck` compares with the
+committed baseline: it carries from one machine and one moment to another better than seconds.
 
-In the ordinary test run they execute once each, as plain tests. Timed and compared with the
-committed baseline (what .ci/run does):
+In the ordinary test run the cases execute once each, as plain tests. Timed and checked against
+the baseline (what .ci/run does; a case slower beyond the limit is run again before it fails):
 
-    python -m pytest tests/test_benchmarks.py --benchmark-enable --benchmark-only --benchmark-json=/tmp/b.json
-    python -m bench.benchcheck baselines/benchmarks/baseline.json /tmp/b.json
+    python -m bench.benchcheck baselines/benchmarks/baseline.json --run /tmp/benchmarks
 
-UNMASK_BENCH_SLOW_SELECT=NAME:FACTOR makes strategy NAME's select FACTOR times as slow (it is
-run FACTOR times), to show that the comparison fails on a real regression.
+and the baseline made again, on purpose:
+
+    python -m pytest tests/test_benchmarks.py --benchmark-enable --benchmark-only \
+        --benchmark-json=baselines/benchmarks/baseline.json
+
+UNMASK_BENCH_SLOW_CASE=TEXT:FACTOR makes every case whose name holds TEXT FACTOR times as slow
+(its call made FACTOR times): a regression on purpose, to see the check fail.
 """
+import math
 import os
+import statistics
 import time
 
 import numpy as np
 import pytest
 import torch
+from test_overhead import SETTINGS
 
 from bench.allocator import keep_freed_memory
 from bench.core import StepState
 from bench.registry import STRATEGIES, TASKS, load_plugins, make_task, parse_strategy
 from bench.streams import Streams
 from strategies.mi.estimator import FILE_NAME, load_estimator
-from test_overhead import SETTINGS
 
 BATCH = 250          # bench run's default --batch-size: the rows a strategy's select sees
 PROBING_ROWS = 1     # a strategy that runs the model itself (aux_passes_metric) selects on this many
-SLOW = dict(item.split(":") for item in filter(None, [os.environ.get("UNMASK_BENCH_SLOW_SELECT")]))
+SLOWED = os.environ.get("UNMASK_BENCH_SLOW_CASE", "")   # "NAME:FACTOR": see the module's docstring
 
 load_plugins()
 
@@ -119,32 +126,57 @@ def rule(logits, masked):
 
 
 CALIBRATIONS = {"perceptron": (perceptron_inputs, perceptron), "rule": (rule_inputs, rule)}
-CALIBRATION_SECONDS = 0.25   # spent on each side of a case
+ROUND_SECONDS = 1.0   # a case runs rounds for about this long, at least MIN_ROUNDS (pytest-benchmark's defaults)
+MIN_ROUNDS = 5
 
 
-def calibration_time(name):
-    """The smallest of as many runs of calibration ``name`` as fit in CALIBRATION_SECONDS (10 at least)."""
-    make_inputs, work = CALIBRATIONS[name]
-    inputs = make_inputs()
-    best, spent, runs = float("inf"), 0.0, 0
-    while runs < 10 or spent < CALIBRATION_SECONDS:
-        start = time.perf_counter()
-        work(*inputs)
-        took = time.perf_counter() - start
-        best, spent, runs = min(best, took), spent + took, runs + 1
-    return best
+def seconds_of(work, *args):
+    start = time.perf_counter()
+    work(*args)
+    return time.perf_counter() - start
 
 
 def timed(benchmark, group, calibration, target, *args, **info):
-    """``benchmark(target, *args)``, with the calibration measured just before and just after it
-    (when timing): extra_info's ``calibration_s`` is the smaller, the figure the case is read against."""
+    """``benchmark(target, *args)``; when timing, each round of it just after a round of calibration
+    ``calibration`` as long as one call of ``target`` (the calibration repeated to last that long).
+
+    On a shared machine other processes slow stretches of time, and the longer a call the fewer
+    quiet stretches hold it; a calibration round of the same length, just before, meets the same.
+    ``extra_info["ratio"]``: the median over rounds of the case's round over the calibration's
+    (per run of it), the figure bench.benchcheck compares; ``calibration_s``: the calibration's
+    smallest round per run, the machine's speed as the case met it."""
     benchmark.group = group
-    before = calibration_time(calibration) if benchmark.enabled else None
-    result = benchmark(target, *args)
-    if benchmark.enabled:
-        benchmark.extra_info.update(calibration=calibration, calibration_s=min(before, calibration_time(calibration)))
     benchmark.extra_info.update(info)
+    name, _, factor = SLOWED.rpartition(":")
+    if name and name in benchmark.name:
+        target = repeated(target, int(factor))
+    if not benchmark.enabled:
+        return benchmark(target, *args)
+    make_inputs, work = CALIBRATIONS[calibration]
+    inputs = make_inputs()
+    call = seconds_of(target, *args)     # also the warm-up call
+    runs = max(1, round(call / min(seconds_of(work, *inputs) for _ in range(3))))
+    calibrated = []
+
+    def calibrate():
+        start = time.perf_counter()
+        for _ in range(runs):
+            work(*inputs)
+        calibrated.append((time.perf_counter() - start) / runs)
+    result = benchmark.pedantic(target, args, setup=calibrate, rounds=max(MIN_ROUNDS, math.ceil(ROUND_SECONDS / call)))
+    ratios = [case / cal for case, cal in zip(benchmark.stats.stats.data, calibrated)]
+    benchmark.extra_info.update(calibration=calibration, calibration_runs=runs, calibration_s=min(calibrated),
+                                ratio=statistics.median(ratios))
     return result
+
+
+def repeated(target, times):
+    """``target`` run ``times`` times a call (UNMASK_BENCH_SLOW_CASE: a regression made on purpose)."""
+    def run(*args):
+        for _ in range(times):
+            result = target(*args)
+        return result
+    return run
 
 
 # --- forward passes ----------------------------------------------------------------------------
@@ -174,15 +206,13 @@ def test_select(benchmark, task_name, spec):
     strategy = parse_strategy(spec)
     if strategy.aux_passes_metric is not None:
         tokens, masked = tokens[:PROBING_ROWS], masked[:PROBING_ROWS]
-        out = type(out)(logits=out.logits[:len(tokens)], hidden=None if out.hidden is None else out.hidden[:len(tokens)])
+        rows = len(tokens)
+        out = type(out)(logits=out.logits[:rows], hidden=None if out.hidden is None else out.hidden[:rows])
     strategy.bind(task, model)
     streams = Streams(0, rows=len(tokens))
-    repeats = int(SLOW.get(strategy.name, 1))
 
     def select():
-        for _ in range(repeats):
-            pick = strategy.select(StepState(tokens, masked, out, 0, streams))
-        return pick
+        return strategy.select(StepState(tokens, masked, out, 0, streams))
     pick = timed(benchmark, f"select {task_name}", "rule", select, rows=len(tokens))
     assert (pick <= masked).all() and pick.any(1)[masked.any(1)].all()
 
