@@ -46,11 +46,12 @@ def file_id(path, what="file", limit=CHECKPOINT_LIMIT):
     """First 12 hex digits of the file's SHA-256: the identity results record. Hashed once per
     process while the file (inode, size, modification time) stays the same."""
     stat = checked_path(path, what, limit).stat()
-    return _content_id(str(Path(path).resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns, what, limit)
+    return _content_id(str(Path(path).resolve()), (stat.st_ino, stat.st_size, stat.st_mtime_ns), what, limit)
 
 
 @functools.lru_cache(maxsize=256)
-def _content_id(path, inode, size, mtime_ns, what, limit):
+def _content_id(path, version, what, limit):
+    """``version``: (inode, size, modification time), the cache key's part that changes with the file."""
     return sha256_of(path, what, limit)[:12]
 
 

@@ -8,8 +8,19 @@ import numpy as np
 from bench.paired import better_sign, paired_difference
 from bench.presets import VERDICTS, Verdicts
 from bench.sweeps import reference_run, sweep_lines
-from bench.verdicts import (areas, bootstrap_p, budget_table, centred, interval, is_distance, joint_indices,
-                            load_runs, make_line, non_inferiority, select_line)
+from bench.verdicts import (
+    areas,
+    bootstrap_p,
+    budget_table,
+    centred,
+    interval,
+    is_distance,
+    joint_indices,
+    load_runs,
+    make_line,
+    non_inferiority,
+    select_line,
+)
 
 
 @dataclass
@@ -38,16 +49,16 @@ class SpeedupRow:
     ratio: float         # run passes / sequential passes
 
 
-def fmt(value, digits=3):
+def number_text(value, digits=3):
     return "-" if value is None or np.isnan(value) else f"{value:.{digits}g}"
 
 
-def fmt_ci(value, low, high, digits=3, signed=False):
-    head = f"{value:+.{digits}g}" if signed and not np.isnan(value) else fmt(value, digits)
-    return f"{head} [{fmt(low, digits)}, {fmt(high, digits)}]"
+def ci_text(value, low, high, digits=3, signed=False):
+    head = f"{value:+.{digits}g}" if signed and not np.isnan(value) else number_text(value, digits)
+    return f"{head} [{number_text(low, digits)}, {number_text(high, digits)}]"
 
 
-def fmt_p(p):
+def p_text(p):
     return "-" if p is None or np.isnan(p) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
 
 
@@ -142,7 +153,7 @@ def task_verdicts(group, task, root):
 def cell_text(cell, bold=True):
     if cell is None:
         return "-"
-    text = fmt_ci(cell.value, cell.low, cell.high)
+    text = ci_text(cell.value, cell.low, cell.high)
     return f"**{text}**" if bold and cell.best else text
 
 
@@ -175,8 +186,9 @@ def speedup_table(v, numeric=False):
             rows.append([r.line, r.run.label, r.run.passes(), d["diff"], d["ci_low"], d["ci_high"], d["p"],
                          d["test"], r.ratio, 1 / r.ratio, r.verdict])
         else:
-            rows.append([r.line, r.run.label, f"{r.run.passes():.2f}", fmt_ci(d["diff"], d["ci_low"], d["ci_high"], signed=True),
-                         fmt_p(d["p"]), d["test"], f"{r.ratio:.3f}", f"{1 / r.ratio:.2f}x", r.verdict])
+            difference = ci_text(d["diff"], d["ci_low"], d["ci_high"], signed=True)
+            rows.append([r.line, r.run.label, f"{r.run.passes():.2f}", difference,
+                         p_text(d["p"]), d["test"], f"{r.ratio:.3f}", f"{1 / r.ratio:.2f}x", r.verdict])
     if numeric:
         header = header[:3] + ["diff", "diff_ci_low", "diff_ci_high"] + header[4:]
     return header, rows
@@ -186,12 +198,14 @@ def lead_sentence(v, lead):
     verdict = ("shown: the paired CI excludes 0" if lead.shown
                else "not shown: the paired CI includes 0")
     return (f"- At {lead.budget:g} passes, `{lead.best}` leads `{lead.runner_up}` by "
-            f"{fmt_ci(lead.diff, lead.low, lead.high, signed=True)} {v.headline} (bootstrap p {fmt_p(lead.p)}); {verdict}.")
+            f"{ci_text(lead.diff, lead.low, lead.high, signed=True)} {v.headline} "
+            f"(bootstrap p {p_text(lead.p)}); {verdict}.")
 
 
 def speedup_sentence(v, row):
     d = row.diff
-    detail = f"{fmt_ci(d['diff'], d['ci_low'], d['ci_high'], signed=True)} {v.headline}, {d['test']} p {fmt_p(d['p'])}"
+    detail = (f"{ci_text(d['diff'], d['ci_low'], d['ci_high'], signed=True)} {v.headline}, "
+              f"{d['test']} p {p_text(d['p'])}")
     if "discordant" in d:
         detail += f", {d['discordant'][0]} vs {d['discordant'][1]} discordant inputs"
     said = {"yes": f"is non-inferior to sequential within {v.margin:g}",
@@ -205,13 +219,14 @@ def ablation_sentences(v, idea, pairs, at_budgets, same_parameters=True):
     """The idea minus its ablation at equal budgets, and (``same_parameters``) run by run."""
     lines = [f"- **{idea}**:"]
     for budget, diff, low, high, p in at_budgets:
-        lines.append(f"  - at {budget:g} passes: {fmt_ci(diff, low, high, signed=True)} {v.headline} "
-                     f"(bootstrap p {fmt_p(p)}).")
+        lines.append(f"  - at {budget:g} passes: {ci_text(diff, low, high, signed=True)} {v.headline} "
+                     f"(bootstrap p {p_text(p)}).")
     for pair in pairs if same_parameters else []:
         q, p = pair["quality"], pair["passes"]
         lines.append(f"  - `{pair['run']}` minus `{pair['ablation']}`: "
-                     f"{fmt_ci(q['diff'], q['ci_low'], q['ci_high'], signed=True)} {v.headline} "
-                     f"({q['test']} p {fmt_p(q['p'])}), {fmt_ci(p['diff'], p['ci_low'], p['ci_high'], signed=True)} passes.")
+                     f"{ci_text(q['diff'], q['ci_low'], q['ci_high'], signed=True)} {v.headline} "
+                     f"({q['test']} p {p_text(q['p'])}), "
+                     f"{ci_text(p['diff'], p['ci_low'], p['ci_high'], signed=True)} passes.")
     if not at_budgets and not (pairs and same_parameters):
         lines.append("  - no budget where both sweeps have runs on these inputs"
                      + (f"; run by run in claims_{v.task}.md." if pairs else "."))

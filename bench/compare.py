@@ -15,7 +15,7 @@ from bench.results import SCHEMA_VERSION, SUMMARY_KEYS, check_records, load_json
 EXIT_OK, EXIT_REGRESSION, EXIT_NOTHING_COMPARABLE = 0, 1, 3
 DEFAULT_FAIL_ON = "passes:+5%,headline:ci"
 # What must match for two runs to be comparable. How the inputs were cut into batches or spread
-# over workers (batch_size, shards, executor) is left out: it changes no record (bench.runner's
+# over workers (batch_size, shards, executor) is left out: it changes no record (bench.run.cell's
 # VOLATILE fields excepted, which no metric reads).
 SETTINGS = ("model_id", "data_id", "seed", "limit", "temperature", "device", "dtype")
 DEFAULTS = {"device": "cpu", "dtype": "float32"}   # what a config without them ran on (bench.device)
@@ -307,8 +307,8 @@ def run_rows(b, n, limits):
     new_metrics = {m["name"]: m for m in n["metrics"]}
     names = list(base_metrics) + [m for m in new_metrics if m not in base_metrics]
     records = (sorted_records(b), sorted_records(n))
-    return [metric_row(task, run, name, base_metrics.get(name), new_metrics.get(name),
-                       [x for x in limits if applies(x, name, b.get("headline"))], records, (b, n))
+    return [metric_row(task, run, name, (base_metrics.get(name), new_metrics.get(name)),
+                       [x for x in limits if applies(x, name, b.get("headline"))], records=records, results=(b, n))
             for name in names]
 
 
@@ -413,7 +413,9 @@ def breaks(limit, bm, nm, mark, tolerance=0.0):
     return worsening(bm, nm) > max(allowed, tolerance)
 
 
-def metric_row(task, run, name, bm, nm, limits, records=([], []), results=(None, None)):
+def metric_row(task, run, name, metrics, limits, *, records=([], []), results=(None, None)):
+    """The row of metric ``name`` of one run: ``metrics`` is its (base, new) dicts (None where absent)."""
+    bm, nm = metrics
     paired = paired_test(bm, nm, records, results) if bm is not None and nm is not None else None
     mark = mark_of(bm, nm, paired)
     row = Row(task, run, name, bm, nm, mark, paired_note(paired))

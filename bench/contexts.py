@@ -21,7 +21,7 @@ class StateRecorder:
         return self.inner.select(state)
 
 
-def visited_states(model, tokens, masked, n, temperature, generator):
+def visited_states(model, tokens, masked, n, *, temperature, generator):
     """``n`` states drawn uniformly from decoding runs of every VISIT_STRATEGIES strategy
     (the rows of ``tokens``/``masked`` split evenly between the strategies). Sampled values come
     from per-row streams under a seed drawn from ``generator``."""
@@ -29,7 +29,7 @@ def visited_states(model, tokens, masked, n, temperature, generator):
     seed = int(torch.randint(0, 2 ** 62, (1,), generator=generator))
     for part, spec in zip(torch.arange(len(tokens)).chunk(len(VISIT_STRATEGIES)), VISIT_STRATEGIES):
         recorder = StateRecorder(parse_strategy(spec))
-        decode(model, tokens[part], masked[part], recorder, temperature, seed, part)
+        decode(model, tokens[part], masked[part], recorder, temperature, seed=seed, index=part)
         seen_tokens += [t for t, _ in recorder.states]
         seen_masked += [m for _, m in recorder.states]
     all_tokens, all_masked = torch.cat(seen_tokens), torch.cat(seen_masked)

@@ -111,7 +111,7 @@ class Strategy:
     fields are the strategy's parameters (``topk:k=7`` sets ``k``)."""
     name: ClassVar[str]
     requires: ClassVar[tuple] = ()   # TaskProtocols a task must implement for this strategy
-    aux_passes_metric: ClassVar[str | None] = None   # record name of aux passes (an oracle's probing); None: spends none
+    aux_passes_metric: ClassVar[str | None] = None   # record field of passes besides decoding (an oracle's probing)
     needs: ClassVar[tuple] = ()   # what it reads of the model's output besides logits: ("hidden",) for hidden states
 
     def samples(self) -> bool:

@@ -20,7 +20,7 @@ class DecodeResult:
     #                       distribution at the pass that revealed them, summed (0 for argmax values)
 
 
-def fill_values(tokens, out, pick, value_tokens, temperature=0.0, streams=None, step=0):
+def fill_values(tokens, out, pick, value_tokens, *, temperature=0.0, streams=None, step=0):
     """(``tokens`` [B, N] with a value written at every position of ``pick``, [B] float64
     log-probability of those values): argmax values (temperature 0: log-probability 0, nothing is
     drawn) or values drawn from the model's distribution at ``temperature``, each from its input's
@@ -106,7 +106,7 @@ def show_pass(bar, step, pick, still_masked):
         bar.update(int(pick.sum()))
 
 
-def decode(model, tokens, masked, strategy, temperature=0.0, seed=0, index=None):
+def decode(model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=None):
     """Reveal every masked position of ``tokens`` [B, N], one forward pass per active row per step.
 
     Rows that are complete drop out of the batch, so their pass count stops. Row r is input
@@ -137,7 +137,7 @@ def decode(model, tokens, masked, strategy, temperature=0.0, seed=0, index=None)
             if "aux_passes" in vars(state):   # a strategy that spent passes (an oracle's probes) made it
                 aux[active] += state.aux_passes  # counted apart from decoding passes
             tokens[active], drawn_log_q = fill_values(state.tokens, state.out, pick, model.value_tokens,
-                                                      temperature, rows, step)
+                                                      temperature=temperature, streams=rows, step=step)
             log_q[active] += drawn_log_q
             still_masked = state.masked & ~pick
             masked[active] = still_masked

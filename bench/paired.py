@@ -28,8 +28,8 @@ from math import comb
 
 import numpy as np
 
-N_BOOT = 2000
-BOOT_SEED = 12345
+from bench.stats import BOOT_SEED, N_BOOT, basic_interval, percentile_interval
+
 CHUNK = 100  # replicates per block where a statistic needs [replicates, inputs, K] memory
 POOLING = ("mean", "sum")   # how a statistic's seeds pool: per-input values averaged, or counts added
 
@@ -179,12 +179,11 @@ def paired_difference(a, b, level=0.95, n_boot=N_BOOT, seed=BOOT_SEED):
     observed = float(a() - b())
     idx = replicate_indices(n, n_boot, seed)
     boots = chunked(lambda block: a(block) - b(block), idx)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(boots, [tail, 100 - tail])
-    method = "paired bootstrap, percentile"
     if a.distance:
-        low, high, method = 2 * observed - high, 2 * observed - low, "paired bootstrap, basic"
-    result = {"diff": observed, "ci_low": float(low), "ci_high": float(high), "ci_method": method, "n": n}
+        (low, high), method = basic_interval(boots, observed, level), "paired bootstrap, basic"
+    else:
+        (low, high), method = percentile_interval(boots, level), "paired bootstrap, percentile"
+    result = {"diff": observed, "ci_low": low, "ci_high": high, "ci_method": method, "n": n}
     if a.binary and b.binary:
         result["p"], result["discordant"] = mcnemar_p(a.columns[0], b.columns[0])
         result["test"] = "exact McNemar"

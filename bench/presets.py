@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from bench.errors import BenchError
 from bench.registry import TASKS, closest, lookup, split_specs
 
+
 # THE ONE PLACE TO ADD A STRATEGY TO THE FULL RUN: every registered strategy, per task, over a
 # sweep that spans its range (from near-sequential to few passes). The `default` and `paper`
 # presets run exactly these lists. New strategies go here, e.g. "mi:gamma=0.1",

@@ -20,7 +20,7 @@ PLUGIN_PACKAGES = ("strategies", "tasks")
 STRATEGIES = {}
 TASKS = {}
 COMMANDS = {}    # name -> Command
-TRAINERS = {}    # `bench train NAME` targets besides task names -> Trainer
+TRAINERS = {}    # `bench train NAME` targets besides task names -> TrainTarget
 REPORTS = {}     # name -> draw(results_dir, out_dir) -> written paths: plugin sections of `bench report`
 ORIGINS = {}     # (kind, name) -> where the registered definition lives, to refuse a second one
 
@@ -35,7 +35,7 @@ class Command:
 
 
 @dataclass(frozen=True)
-class Trainer:
+class TrainTarget:
     """A `bench train NAME --task T KEY=VALUE...` target: ``run(task, settings, out)``."""
     name: str
     help: str
@@ -99,7 +99,7 @@ def register_command(name, help, add_arguments):
 def register_trainer(name, help):
     """Decorator: ``run(task, settings, out)`` becomes `bench train NAME --task T KEY=VALUE...`."""
     def add(run):
-        claim("trainer", TRAINERS, name, Trainer(name, help, run), origin=run)
+        claim("trainer", TRAINERS, name, TrainTarget(name, help, run), origin=run)
         return run
     return add
 
@@ -220,7 +220,8 @@ def set_fields(config, pairs, what):
         if not eq:
             raise BenchError(f"{what}: {pair!r} needs the form key=value")
         if key not in by_name:
-            raise BenchError(f"unknown setting {key!r} for {what}{closest(key, by_name)}; allowed: {', '.join(by_name)}")
+            raise BenchError(f"unknown setting {key!r} for {what}{closest(key, by_name)}; "
+                             f"allowed: {', '.join(by_name)}")
         try:
             setattr(config, key, cast_value(field_type_name(by_name[key]), text))
         except ValueError as err:

@@ -13,11 +13,11 @@ import matplotlib.ticker
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from bench.claims import ablations_markdown, budget_rows, claims_markdown, speedup_table, task_verdicts  # noqa: E402
 from bench.docs import sync_markdown  # noqa: E402
 from bench.errors import BenchError  # noqa: E402
 from bench.registry import REPORTS, load_plugins  # noqa: E402
 from bench.results import find_results  # noqa: E402
-from bench.claims import ablations_markdown, budget_rows, claims_markdown, speedup_table, task_verdicts  # noqa: E402
 from bench.sweeps import point_label, reference_run, sweep_lines  # noqa: E402
 from bench.table import csv_text, latex, markdown, metric_of, numeric_rows, summary_rows  # noqa: E402
 
@@ -50,7 +50,8 @@ def comparison_group(results):
     Picks the group with the most runs (newest on ties), so a quick --limit run does not mix in.
     """
     key = lambda r: (r["model"]["id"], r["config"]["data_id"], r["config"]["limit"], r["config"]["seed"],  # noqa: E731
-                     r["config"].get("temperature"), r["config"].get("device", "cpu"), r["config"].get("dtype", "float32"))
+                     r["config"].get("temperature"), r["config"].get("device", "cpu"),
+                     r["config"].get("dtype", "float32"))
     counts = Counter(key(r) for r in results)
     newest = {key(r): r["provenance"]["finished_at"] for r in results}
     best = max(counts, key=lambda k: (counts[k], newest[k]))
@@ -318,7 +319,8 @@ def check_writable(out):
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".bench-report-", dir=found))
     except OSError as err:
-        raise BenchError(f"--out {out}: cannot write in {found} ({err.strerror}); give a folder you can write") from None
+        raise BenchError(f"--out {out}: cannot write in {found} ({err.strerror}); "
+                         f"give a folder you can write") from None
 
 
 def default_docs(results_dir, out_dir):

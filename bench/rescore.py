@@ -15,7 +15,7 @@ from bench.errors import BenchError
 from bench.provenance import provenance
 from bench.registry import TASKS, load_plugins, lookup
 from bench.results import check_records, read_result, records_path, write_text_atomic
-from bench.runner import aux_pass_metrics
+from bench.run.cell import aux_pass_metrics
 
 
 def summaries(results_dir, task_name):

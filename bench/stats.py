@@ -1,8 +1,24 @@
-"""Bootstrap confidence intervals over samples."""
+"""Bootstrap confidence intervals over samples: the one percentile and basic interval of a set of
+replicates (``percentile_interval``, ``basic_interval``), which every bootstrap in bench and its
+tasks reads, and the summary metrics result files store."""
 import numpy as np
 
-N_BOOT = 2000
-BOOT_SEED = 12345
+N_BOOT = 2000       # bootstrap (and randomisation) replicates of every interval and test
+BOOT_SEED = 12345   # the seed they are drawn with
+
+
+def percentile_interval(replicates, level=0.95):
+    """(low, high): the central ``level`` share of the bootstrap ``replicates``."""
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(replicates, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def basic_interval(replicates, value, level=0.95):
+    """(low, high): the basic (reverse-percentile) interval [2v - q_hi, 2v - q_lo] about the point
+    ``value``, which corrects the first-order bias of plug-in statistics (JSD, W1)."""
+    low, high = percentile_interval(replicates, level)
+    return 2 * value - high, 2 * value - low
 
 
 def bootstrap_ci(columns, statistic, level=0.95, n_boot=N_BOOT, seed=BOOT_SEED):
@@ -19,12 +35,10 @@ def bootstrap_ci(columns, statistic, level=0.95, n_boot=N_BOOT, seed=BOOT_SEED):
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(n_boot, n))
     boots = np.array([statistic(*(c[i] for c in columns)) for i in idx])
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(boots, [tail, 100 - tail])
-    return value, float(low), float(high)
+    return (value, *percentile_interval(boots, level))
 
 
-def basic_bootstrap_groups(sizes, statistic, level=0.95, n_boot=N_BOOT, seed=BOOT_SEED, floor=0.0):
+def basic_bootstrap_groups(sizes, statistic, *, level=0.95, n_boot=N_BOOT, seed=BOOT_SEED, floor=0.0):
     """Basic (reverse-percentile) CI of ``statistic(*index_arrays)``, each group resampled on its own.
 
     ``sizes`` are the group sizes (e.g. generated and reference samples); ``statistic`` gets one
@@ -38,12 +52,11 @@ def basic_bootstrap_groups(sizes, statistic, level=0.95, n_boot=N_BOOT, seed=BOO
     rng = np.random.default_rng(seed)
     draws = [rng.integers(0, n, size=(n_boot, n)) for n in sizes]
     boots = np.array([statistic(*(d[b] for d in draws)) for b in range(n_boot)])
-    tail = (1 - level) / 2 * 100
-    q_low, q_high = np.percentile(boots, [tail, 100 - tail])
-    return value, max(floor, 2 * value - float(q_high)), max(floor, 2 * value - float(q_low))
+    low, high = basic_interval(boots, value, level)
+    return value, max(floor, low), max(floor, high)
 
 
-def metric(name, columns, statistic, higher_is_better, label, per_input=None):
+def metric(name, columns, statistic, higher_is_better, label, *, per_input=None):
     """One summary metric as stored in result files. ``per_input`` is the recipe that recomputes
     it from the per-sample records (bench/paired.py), which paired tests need."""
     value, low, high = bootstrap_ci(columns, statistic)
@@ -57,19 +70,19 @@ def metric(name, columns, statistic, higher_is_better, label, per_input=None):
 def mean_metric(name, values, higher_is_better, label, field=None):
     """The mean of ``values``; ``field``: the record field holding them (enables paired tests)."""
     recipe = {"statistic": "mean", "fields": [field]} if field else None
-    return metric(name, [values], np.mean, higher_is_better, label, recipe)
+    return metric(name, [values], np.mean, higher_is_better, label, per_input=recipe)
 
 
-def ratio_metric(name, numerators, denominators, higher_is_better, label, fields=None):
+def ratio_metric(name, numerators, denominators, higher_is_better, label, *, fields=None):
     """sum(numerators) / sum(denominators), bootstrapped over samples; ``fields``: the two record
     fields holding them (enables paired tests)."""
     recipe = {"statistic": "ratio", "fields": list(fields)} if fields else None
     return metric(name, [numerators, denominators], lambda a, b: a.sum() / max(b.sum(), 1e-12),
-                  higher_is_better, label, recipe)
+                  higher_is_better, label, per_input=recipe)
 
 
-def difference_metric(name, first, second, higher_is_better, label, fields=None):
+def difference_metric(name, first, second, higher_is_better, label, *, fields=None):
     """mean(first - second), bootstrapped over samples; ``fields``: the two record fields holding
     them (enables paired tests). An exact task's KL is mean(log q - log p)."""
     recipe = {"statistic": "mean_difference", "fields": list(fields)} if fields else None
-    return metric(name, [first, second], lambda a, b: (a - b).mean(), higher_is_better, label, recipe)
+    return metric(name, [first, second], lambda a, b: (a - b).mean(), higher_is_better, label, per_input=recipe)

@@ -14,7 +14,7 @@ def metric_names(results):
     return list(names)
 
 
-def fmt(m, digits=3):
+def metric_text(m, digits=3):
     """'0.613 [0.583, 0.643]' or '-'."""
     if m is None:
         return "-"
@@ -27,8 +27,8 @@ def summary_rows(results):
     header = ["strategy", "n", "mean passes"] + names + ["wall s"]
     rows = []
     for r in sorted(results, key=lambda r: metric_of(r, "passes")["value"], reverse=True):
-        rows.append([r["label"], str(r["n_samples"]), fmt(metric_of(r, "passes"), 2)]
-                    + [fmt(metric_of(r, n)) for n in names] + [f"{r['wall_seconds']:.1f}"])
+        rows.append([r["label"], str(r["n_samples"]), metric_text(metric_of(r, "passes"), 2)]
+                    + [metric_text(metric_of(r, n)) for n in names] + [f"{r['wall_seconds']:.1f}"])
     return header, rows
 
 

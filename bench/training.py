@@ -32,7 +32,7 @@ def split_settings(settings, model_cls, train_cls, what):
     return model_cfg, train_cfg
 
 
-def train_and_log(what, configs, train, settings, out, default_weights):
+def train_and_log(what, configs, train, settings, out, *, default_weights):
     """Train a task's model: KEY=VALUE ``settings`` go to whichever of the two config dataclasses
     ``configs`` = (model, training) has the key; the log goes beside the weights."""
     model_cfg, train_cfg = split_settings(settings, *configs, f"{what} training")
@@ -43,7 +43,7 @@ def train_and_log(what, configs, train, settings, out, default_weights):
     print(f"saved {out} (log: {out.with_suffix('.log')})")
 
 
-def run_training(target, settings, out, task_name, device="cpu", dtype="float32"):
+def run_training(target, settings, out, task_name, *, device="cpu", dtype="float32"):
     """`bench train TARGET [--task T] KEY=VALUE...`; the trainers read --device and --dtype from
     ``bench.device.selected()``."""
     from bench.device import placement, select

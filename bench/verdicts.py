@@ -10,16 +10,25 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.paired import (STATISTICS, N_BOOT, PerInput, better_sign, chunked, paired_difference, per_input,
-                          replicate_indices)
+from bench.paired import (
+    N_BOOT,
+    STATISTICS,
+    PerInput,
+    better_sign,
+    chunked,
+    paired_difference,
+    per_input,
+    replicate_indices,
+)
 from bench.results import run_records
+from bench.stats import percentile_interval
 from bench.table import metric_of
 
 AREA_POINTS = 25  # log-spaced budgets the frontier area averages over
 
 
 @dataclass
-class Run:
+class ScoredRun:
     """A result with its headline and passes recomputable per input."""
     summary: dict
     quality: PerInput
@@ -48,7 +57,7 @@ def load_runs(results, root):
         passes = per_input({"name": "passes", "higher_is_better": False,
                             "per_input": {"statistic": "mean", "fields": ["passes"]}}, records)
         if quality is not None:
-            runs.append((tuple(r["index"] for r in records), Run(result, quality, passes)))
+            runs.append((tuple(r["index"] for r in records), ScoredRun(result, quality, passes)))
     if not runs:
         return [], len(results)
     keys = [key for key, _ in runs]
@@ -58,7 +67,7 @@ def load_runs(results, root):
 
 
 def merge_seeds(runs):
-    """One Run per strategy spec, its seeds pooled input by input: a resampled input index brings
+    """One ScoredRun per strategy spec, its seeds pooled input by input: a resampled input index brings
     every seed's record of that index (seeds nested in inputs). Pairing across strategies holds input
     by input even where they ran different seeds (the learned sweep's sampled runs have three, a
     deterministic rule one): each side's per-input value is its own seeds' mean."""
@@ -69,7 +78,7 @@ def merge_seeds(runs):
 
 
 def pool_seeds(group):
-    """A Run whose per-input columns hold the seeds' records together: per-input values averaged over
+    """A ScoredRun whose per-input columns hold the seeds' records together: per-input values averaged over
     the seeds (means, mean differences, per-sequence values), counts added (ratios, pooled JSDs)."""
     if len(group) == 1:
         return group[0]
@@ -81,7 +90,7 @@ def pool_seeds(group):
         return PerInput(parts[0].name, parts[0].statistic, columns, parts[0].higher_is_better, parts[0].extra)
     seeds = sorted(r.summary["config"]["seed"] for r in group)
     summary = dict(group[0].summary, pooled_seeds=seeds)
-    return Run(summary, combine([r.quality for r in group]), combine([r.passes for r in group]))
+    return ScoredRun(summary, combine([r.quality for r in group]), combine([r.passes for r in group]))
 
 
 def params(run):
@@ -101,7 +110,8 @@ def same(value, wanted):
 def select_line(runs, strategy, where=None):
     """Runs of ``strategy`` whose parameters match ``where`` (numbers compared as floats), by passes."""
     def matches(run):
-        return run.summary["strategy"] == strategy and all(same(params(run).get(k), v) for k, v in (where or {}).items())
+        wanted = (where or {}).items()
+        return run.summary["strategy"] == strategy and all(same(params(run).get(k), v) for k, v in wanted)
     return sorted([r for r in runs if matches(r)], key=lambda r: r.passes())
 
 
@@ -148,11 +158,7 @@ def make_line(name, runs, idx):
 def interval(replicates, level=0.95):
     """(low, high) percentile interval of replicates, NaN replicates left out."""
     kept = replicates[~np.isnan(replicates)]
-    if not len(kept):
-        return np.nan, np.nan
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(kept, [tail, 100 - tail])
-    return float(low), float(high)
+    return percentile_interval(kept, level) if len(kept) else (np.nan, np.nan)
 
 
 def centred(replicates, value, distance):

@@ -1,6 +1,7 @@
-"""Bring your own model: any network wrapped as a MaskedModel, run on a shipped task (Sudoku).
+r"""Bring your own model: any network wrapped as a MaskedModel, run on a shipped task (Sudoku).
 
-    PYTHONPATH=examples python -m bench run --tasks sudoku --model byo_model:make_model --strategies topk:k=3 --limit 10 --out /tmp/byo/results
+    PYTHONPATH=examples python -m bench run --tasks sudoku --model byo_model:make_model --strategies topk:k=3 \
+        --limit 10 --out /tmp/byo/results
     python -m bench report --results /tmp/byo/results      # figures and tables in /tmp/byo/results/reports
 
 A scratch ``--out``: the committed results/ holds the shipped models' runs only.

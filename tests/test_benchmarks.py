@@ -35,13 +35,13 @@ import time
 import numpy as np
 import pytest
 import torch
-from test_overhead import SETTINGS
 
 from bench.allocator import keep_freed_memory
 from bench.core import StepState
 from bench.registry import STRATEGIES, TASKS, load_plugins, make_task, parse_strategy
 from bench.streams import Streams
 from strategies.mi.estimator import FILE_NAME, load_estimator
+from test_overhead import SETTINGS
 
 BATCH = 250          # bench run's default --batch-size: the rows a strategy's select sees
 PROBING_ROWS = 1     # a strategy that runs the model itself (aux_passes_metric) selects on this many

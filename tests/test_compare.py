@@ -8,7 +8,8 @@ import pytest
 from bench.compare import DEFAULT_FAIL_ON, compare, parse_fail_on
 from bench.errors import BenchError
 from bench.results import records_text, text_digest
-from bench.runner import run_one
+from bench.run.cell import Run
+from bench.run.local import run_one
 from conftest import run_cli
 from strategies.ordering import order_score, top_k_mask
 from strategies.topk import TopK
@@ -67,12 +68,14 @@ def test_better_and_worse_need_separated_cis(tmp_path):
 
 def test_direction_comes_from_the_file_not_the_name(tmp_path):
     """A metric called 'passes' that the file says is higher-is-better: more of it is better."""
-    up = lambda v: metric("passes", v, 1.0, True)  # noqa: E731
+    def passes_up(v):                 # "passes", higher is better
+        return metric("passes", v, 1.0, True)
+
     base, new = result(), result()
-    base["metrics"][1], new["metrics"][1] = up(20.0), up(30.0)
+    base["metrics"][1], new["metrics"][1] = passes_up(20.0), passes_up(30.0)
     status, rows, _ = marks(tmp_path, [base], [new], "passes:+5%")
     assert rows[("topk:k=2", "passes", "mark")] == "better" and status == 0
-    new["metrics"][1] = up(10.0)
+    new["metrics"][1] = passes_up(10.0)
     status, rows, _ = marks(tmp_path / "again", [base], [new], "passes:+5%")
     assert rows[("topk:k=2", "passes", "mark")] == "worse" and status == 1
 
@@ -131,8 +134,11 @@ def test_thresholds(tmp_path, fail_on, new_passes, new_accuracy, status):
 
 
 def test_relative_threshold_on_a_zero_base_fails_on_any_worsening(tmp_path):
-    zero = lambda v: metric("rule_break_share", v, 0.0, False)  # noqa: E731
-    status, _, _ = marks(tmp_path, [result(extra=[zero(0.0)])], [result(extra=[zero(0.01)])], "rule_break_share:10%")
+    def rule_breaks(v):
+        return metric("rule_break_share", v, 0.0, False)
+
+    status, _, _ = marks(tmp_path, [result(extra=[rule_breaks(0.0)])], [result(extra=[rule_breaks(0.01)])],
+                         "rule_break_share:10%")
     assert status == 1
 
 
@@ -193,7 +199,7 @@ def test_the_gate_catches_a_strategy_that_spends_more_passes(tmp_path):
     task = SudokuTask()
     model, eval_set = task.load_model(), task.eval_set(8, 0)
     for folder, strategy in (("good", TopK(k=3)), ("broken", WastefulTopK(k=3))):
-        run_one(task, model, eval_set, strategy, "topk:k=3", 0, 8, 8, tmp_path / folder)
+        run_one(Run(task, model, eval_set, strategy, "topk:k=3", 0, 8, batch_size=8, out=tmp_path / folder))
     proc = run_cli("compare", tmp_path / "good", tmp_path / "broken")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     regression = next(line for line in proc.stdout.splitlines() if "REGRESSION" in line)
@@ -263,8 +269,10 @@ def test_baseline_records_that_do_not_match_their_summary_are_an_error(tmp_path)
 
 def test_a_significant_difference_within_the_tolerance_is_noted(tmp_path):
     """Disjoint CIs around values 2e-7 apart: float noise, 'within noise', and the note says why."""
-    tiny = lambda v: metric("kl_nats", v, 1e-8, False)  # noqa: E731
-    status, rows, _ = marks(tmp_path, [result(extra=[tiny(2.0)])], [result(extra=[tiny(2.0 + 2e-7)])],
+    def tight_kl(v):                  # kl_nats with a half-width of 1e-8
+        return metric("kl_nats", v, 1e-8, False)
+
+    status, rows, _ = marks(tmp_path, [result(extra=[tight_kl(2.0)])], [result(extra=[tight_kl(2.0 + 2e-7)])],
                             "kl_nats:0")
     assert rows[("topk:k=2", "kl_nats", "mark")] == "within noise" and status == 0
     lines = []
@@ -274,10 +282,13 @@ def test_a_significant_difference_within_the_tolerance_is_noted(tmp_path):
 
 def test_a_declared_tolerance_is_the_metrics_own(tmp_path):
     """A metric's owner may declare how much of a difference is noise (metric units)."""
-    coarse = lambda v: {**metric("judge_w1", v, 0.001, False), "tolerance": 0.01}  # noqa: E731
-    status, rows, _ = marks(tmp_path, [result(extra=[coarse(0.05)])], [result(extra=[coarse(0.058)])], "judge_w1:0")
+    def tolerant_w1(v):               # judge_w1 declaring a tolerance of 0.01
+        return {**metric("judge_w1", v, 0.001, False), "tolerance": 0.01}
+
+    status, rows, _ = marks(tmp_path, [result(extra=[tolerant_w1(0.05)])], [result(extra=[tolerant_w1(0.058)])],
+                            "judge_w1:0")
     assert rows[("topk:k=2", "judge_w1", "mark")] == "within noise" and status == 0
-    status, rows, _ = marks(tmp_path / "more", [result(extra=[coarse(0.05)])], [result(extra=[coarse(0.07)])],
+    status, rows, _ = marks(tmp_path / "more", [result(extra=[tolerant_w1(0.05)])], [result(extra=[tolerant_w1(0.07)])],
                             "judge_w1:0")
     assert rows[("topk:k=2", "judge_w1", "mark")] == "worse" and status == 1
 

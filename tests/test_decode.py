@@ -33,7 +33,8 @@ def test_argmax_fill_writes_the_value_tokens(table_model):
 
 def test_sampling_is_deterministic_under_a_seed(table_model):
     tokens, masked = start([[True] * 6] * 64)
-    runs = [decode(table_model, tokens, masked, parse_strategy("sequential"), 1.0, seed).tokens for seed in (3, 3, 4)]
+    runs = [decode(table_model, tokens, masked, parse_strategy("sequential"), 1.0, seed=seed).tokens
+            for seed in (3, 3, 4)]
     assert torch.equal(runs[0], runs[1]) and not torch.equal(runs[0], runs[2])
 
 

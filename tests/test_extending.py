@@ -24,11 +24,13 @@ def test_the_toy_task_and_strategy_run_through_the_cli(tmp_path):
     assert run.returncode == 0, run.stderr
     summaries = {json.loads(p.read_text())["label"]: json.loads(p.read_text())
                  for p in (tmp_path / "results" / "toy").glob("*.json")}
-    value = lambda label, name: next(m["value"] for m in summaries[label]["metrics"] if m["name"] == name)  # noqa: E731
-    assert value("leftmost", "exact_match") == 1.0 and value("leftmost", "passes") == 6
-    assert value("sequential", "exact_match") == 1.0   # the confident position is always the next one
-    assert value("leftmost:k=2", "exact_match") == 0.0 and value("leftmost:k=2", "passes") == 3
-    assert value("topk:k=6", "exact_match") == 0.0 and value("topk:k=6", "passes") == 1
+    def metric_value(label, name):
+        return next(m["value"] for m in summaries[label]["metrics"] if m["name"] == name)
+
+    assert metric_value("leftmost", "exact_match") == 1.0 and metric_value("leftmost", "passes") == 6
+    assert metric_value("sequential", "exact_match") == 1.0   # the confident position is always the next one
+    assert metric_value("leftmost:k=2", "exact_match") == 0.0 and metric_value("leftmost:k=2", "passes") == 3
+    assert metric_value("topk:k=6", "exact_match") == 0.0 and metric_value("topk:k=6", "passes") == 1
     report = bench("report", "--results", tmp_path / "results", "--out", tmp_path / "reports", tmp_path=tmp_path)
     assert report.returncode == 0, report.stderr
     assert (tmp_path / "reports" / "pareto_toy.png").exists() and (tmp_path / "reports" / "table_toy.md").exists()

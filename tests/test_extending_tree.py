@@ -80,8 +80,8 @@ def test_list_run_and_report_take_the_new_strategy_and_task(tree):
 
 
 def test_the_modules_that_enumerate_strategies_take_the_new_one(tree):
-    collected = in_tree(tree, "-m", "pytest", "-q", "--collect-only", "-m", "slow or not slow", "-p", "no:cacheprovider",
-                        "tests/test_overhead.py", "tests/test_benchmarks.py")
+    collected = in_tree(tree, "-m", "pytest", "-q", "--collect-only", "-m", "slow or not slow",
+                        "-p", "no:cacheprovider", "tests/test_overhead.py", "tests/test_benchmarks.py")
     assert collected.returncode == 0, collected.stdout[-2000:]
     assert "random_order_test" in collected.stdout
     ran = in_tree(tree, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_presets.py",

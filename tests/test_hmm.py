@@ -12,8 +12,8 @@ from bench.registry import load_plugins, parse_strategy
 from conftest import run_cli
 from strategies.mi.exact import exact_mi, symmetric
 from tasks.hmm import chain
-from tasks.hmm.model import ExactHMMModel
 from tasks.hmm.chain import DEFAULT_HMM
+from tasks.hmm.model import ExactHMMModel
 from tasks.hmm.task import HMMTask
 
 load_plugins()
@@ -79,7 +79,7 @@ def decode_exact(hmm, spec, n, seed=0):
     strategy = parse_strategy(spec)
     strategy.bind(None, model)
     tokens = torch.zeros(n, hmm.length, dtype=torch.long)
-    result = decode(model, tokens, tokens == 0, strategy, 1.0, seed)
+    result = decode(model, tokens, tokens == 0, strategy, 1.0, seed=seed)
     return result, result.log_q - chain.log_likelihood(hmm, result.tokens - 1)
 
 
@@ -169,14 +169,17 @@ def test_rows_within_tolerance_load_and_a_missing_key_is_named(tmp_path):
 
 
 def test_sampled_runs_verify_and_runs_made_before_per_input_streams_say_they_cannot():
-    from bench.runner import decode_rows, verify_run
+    from dataclasses import replace
+
+    from bench.run.cell import Run, decode_rows
+    from bench.run.verify import verify_run
     task = HMMTask()
     model, eval_set = task.load_model(), task.eval_set(6, 0)
-    strategy = parse_strategy("topk:k=8")
-    records, _ = decode_rows(task, model, eval_set, strategy, torch.arange(6), 0)
-    assert "reproduce it" in verify_run(task, model, eval_set, strategy, ({}, records), 3, "topk", "cmd", 0)
+    run = Run(task, model, eval_set, parse_strategy("topk:k=8"), "topk", 0, verify=3)
+    records, _ = decode_rows(run, torch.arange(6))
+    assert "reproduce it" in verify_run(run, ({}, records), "cmd")
     records[2]["log_q"] += 0.5
     with pytest.raises(BenchError, match="does not reproduce"):
-        verify_run(task, model, eval_set, strategy, ({}, records), 6, "topk", "cmd", 0)
+        verify_run(replace(run, verify=6), ({}, records), "cmd")
     old = [{k: v for k, v in r.items() if k != "log_q"} for r in records]   # a run from before log_q
-    assert verify_run(task, model, eval_set, strategy, ({}, old), 3, "topk", "cmd", 0).startswith("not verified: made with one")
+    assert verify_run(run, ({}, old), "cmd").startswith("not verified: made with one")

@@ -34,7 +34,8 @@ from tasks.sudoku.task import SudokuTask
 # what each kind of hostile file is called in the error
 SAYS = {"fifo": "is a named pipe (FIFO), not a regular file", "dev_zero": "is a character device, not a regular file",
         "directory": "is a directory, not a regular file", "oversize": "; the limit is "}
-DATA_LIMITS = {"sudoku": PUZZLE_FILE_LIMIT, "protein": REFERENCE_LIMIT, "hmm": HMM_FILE_LIMIT, "hmm_mdm": HMM_FILE_LIMIT}
+DATA_LIMITS = {"sudoku": PUZZLE_FILE_LIMIT, "protein": REFERENCE_LIMIT, "hmm": HMM_FILE_LIMIT,
+               "hmm_mdm": HMM_FILE_LIMIT}
 MODEL_TASKS = ("sudoku", "protein", "hmm_mdm")
 HELPERS = {"mi:estimator={}": HELPER_LIMIT, "learned:policy={}": HELPER_LIMIT}
 DEADLINE = 120   # seconds: a FIFO opened for reading waits for a writer forever; fail instead
@@ -128,7 +129,7 @@ def test_options_that_failed_late_or_never_are_one_line_before_anything_loads(ca
     and --model '' quietly ran the defaults; --temperature 0 on hmm failed after decoding, leaving
     its .partial and .lock files."""
     monkeypatch.chdir(tmp_path)   # where --out '' wrote its results
-    monkeypatch.setattr("bench.runner.decode", lambda *a, **k: pytest.fail("decoded before the check"))
+    monkeypatch.setattr("bench.run.cell.decode", lambda *a, **k: pytest.fail("decoded before the check"))
     out = [] if "--out" in argv else ["--out", str(tmp_path / "out")]
     with deadline():
         status = main(["run", "--limit", "2", "--strategies", "sequential", *argv, *out])

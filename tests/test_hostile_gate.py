@@ -15,7 +15,8 @@ from bench.cli import main
 from bench.compare import compare
 from bench.errors import BenchError
 from bench.results import records_text, text_digest
-from bench.runner import run_one
+from bench.run.cell import Run
+from bench.run.local import run_one
 from strategies.eb import EBSampler
 from tasks.hmm.task import HMMTask
 
@@ -255,7 +256,8 @@ def test_runs_that_differ_only_in_batch_size_are_compared(tmp_path):
     task = HMMTask()
     model, eval_set = task.load_model(), task.eval_set(12, 0)
     for folder, batch_size in (("small", 5), ("large", 250)):
-        run_one(task, model, eval_set, EBSampler(gamma=2.0), "eb:gamma=2", 0, 12, batch_size, tmp_path / folder)
+        run_one(Run(task, model, eval_set, EBSampler(gamma=2.0), "eb:gamma=2", 0, 12, batch_size=batch_size,
+                    out=tmp_path / folder))
     status, rows, footer = compared(tmp_path / "small", tmp_path / "large")
     assert status == 0 and footer.startswith("ok: 1 runs compared"), footer
     assert rows and set(rows.values()) == {"within noise"}

@@ -10,9 +10,20 @@ from bench.decode import decode
 from bench.errors import BenchError
 from bench.registry import parse_strategy
 from strategies.eb import EBSampler
-from strategies.learned.policy import (PolicyConfig, OrderNet, choose_reveals, eb_cost, load_policy,
-                                       position_scalars, reinforce_loss, reveal_kl, reveal_log_prob, reveal_probs,
-                                       rloo_advantages, save_policy)
+from strategies.learned.policy import (
+    OrderNet,
+    PolicyConfig,
+    choose_reveals,
+    eb_cost,
+    load_policy,
+    position_scalars,
+    reinforce_loss,
+    reveal_kl,
+    reveal_log_prob,
+    reveal_probs,
+    rloo_advantages,
+    save_policy,
+)
 from strategies.learned.strategy import Learned
 from strategies.learned.train import OrderTrainConfig, Trainer, frozen_pass, make_networks, policy_probs, resolve
 from tasks.sudoku.task import SudokuTask
@@ -135,8 +146,10 @@ def test_rloo_estimator_is_unbiased_on_a_toy_problem():
     ours = estimated_gradient(theta, 200_000, 4, reinforce_loss)
     assert torch.allclose(ours, exact, atol=0.01), (ours, exact)
     # the test can tell: a baseline that includes the sample itself shrinks the gradient by (K-1)/K
-    self_included = lambda log_prob, r: -((r - r.mean(1, keepdim=True)) * log_prob).mean()  # noqa: E731
-    biased = estimated_gradient(theta, 200_000, 4, self_included)
+    def self_included_loss(log_prob, r):
+        return -((r - r.mean(1, keepdim=True)) * log_prob).mean()
+
+    biased = estimated_gradient(theta, 200_000, 4, self_included_loss)
     assert not torch.allclose(biased, exact, atol=0.01)
     assert torch.allclose(biased, exact * 3 / 4, atol=0.01)
 
@@ -236,7 +249,8 @@ def test_bad_parameters_are_one_line_errors():
     with pytest.raises(BenchError, match="objective='vi' is not allowed; choose from: reward, elbo"):
         resolve(OrderTrainConfig(T=5, objective="vi"), SudokuTask())
     from tasks.protein.task import ProteinTask
-    with pytest.raises(BenchError, match="task protein has no per-input order reward; train its order with objective=elbo"):
+    with pytest.raises(BenchError, match="task protein has no per-input order reward; "
+                                         "train its order with objective=elbo"):
         resolve(OrderTrainConfig(T=5, objective="reward"), ProteinTask())
     assert resolve(OrderTrainConfig(T=5), ProteinTask()).objective == "elbo"
     assert resolve(OrderTrainConfig(T=5), SudokuTask()).objective == "reward"

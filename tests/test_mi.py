@@ -9,10 +9,10 @@ from bench.decode import decode
 from bench.errors import BenchError
 from strategies.eb import EBSampler
 from strategies.mi.eb_rule import MIEBRule, prefix_pair_mi
-from strategies.mi.guided import MIGuided
+from strategies.mi.estimator import EstimatorConfig, MIEstimator, load_estimator, save_estimator
 from strategies.mi.exact import exact_mi, symmetric
 from strategies.mi.greedy import greedy_select
-from strategies.mi.estimator import EstimatorConfig, MIEstimator, load_estimator, save_estimator
+from strategies.mi.guided import MIGuided
 from strategies.mi.oracle import MIOracle
 
 
@@ -190,7 +190,8 @@ def mi_payload(task="sudoku", n=18):
              "exact": (matrix + matrix.T).tolist(), "predicted": matrix.tolist()}
     split = {"contexts": 3, "pairs": 40, "pearson": 0.5, "spearman": 0.4, "mae": 0.1,
              "bins": [{"bin": "[0, 0.01)", "pairs": 10, "mae": 0.01}, {"bin": "[0.5, inf)", "pairs": 0, "mae": None}],
-             "independence": [{"tau": 0.01, "precision": 0.9, "recall": 0.8}, {"tau": 0.05, "precision": 0.7, "recall": 0.6}]}
+             "independence": [{"tau": 0.01, "precision": 0.9, "recall": 0.8},
+                              {"tau": 0.05, "precision": 0.7, "recall": 0.6}]}
     return {"schema_version": "mi-1", "task": task, "maps": [state], "splits": {"heldout": split, "ood": split},
             "scatter": {"true": [0.0, 0.1, 0.5], "predicted": [0.01, 0.2, 0.4]},
             "latency": {"batch": 3, "threads": 1, "estimator_seconds": 0.001, "forward_seconds": 0.1,
@@ -287,7 +288,11 @@ def test_symmetric_oracle_probes_the_candidates_too_and_keeps_the_pair_apart():
 
 def test_greedy_adds_the_candidate_side_penalty():
     entropy, masked = torch.tensor([[0.1, 0.2, 0.3]]), torch.ones(1, 3, dtype=torch.bool)
-    no_pair = lambda rows, positions: torch.zeros(len(rows), 3)  # noqa: E731
-    back = lambda rows, positions, chosen: torch.full((len(rows),), 1.0)  # noqa: E731
-    assert greedy_select(entropy, masked, 1.0, 1.0, no_pair).tolist() == [[True, True, True]]
-    assert greedy_select(entropy, masked, 1.0, 1.0, no_pair, back).tolist() == [[True, False, False]]
+    def zero_mi_row(rows, positions):
+        return torch.zeros(len(rows), 3)
+
+    def unit_mi_back(rows, positions, chosen):
+        return torch.full((len(rows),), 1.0)
+
+    assert greedy_select(entropy, masked, 1.0, 1.0, zero_mi_row).tolist() == [[True, True, True]]
+    assert greedy_select(entropy, masked, 1.0, 1.0, zero_mi_row, unit_mi_back).tolist() == [[True, False, False]]

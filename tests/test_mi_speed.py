@@ -8,8 +8,7 @@ import torch
 
 from bench.core import ModelOutput, StepState
 from strategies.mi.eb_rule import MIEBRule, prefix_pair_mi, ranked_pair_mi
-from strategies.mi.estimator import (BLOCK, FILE_NAME, STEP, EstimatorConfig, MIEstimator, load_estimator,
-                                     ranked_order)
+from strategies.mi.estimator import BLOCK, FILE_NAME, STEP, EstimatorConfig, MIEstimator, load_estimator, ranked_order
 from strategies.mi.greedy import greedy_select
 from strategies.mi.guided import MIGuided
 from strategies.ordering import rank_masked
@@ -79,10 +78,12 @@ def random_case(seed, batch=40, n=30):
 @pytest.mark.parametrize("seed", range(6))
 def test_the_greedy_rule_picks_what_it_picked_and_an_oracle_probes_the_same_rows(seed):
     entropy, masked, mi = random_case(seed)
-    back = lambda rows, positions, chosen: 0.5 * (mi[rows, positions] * chosen).sum(1)  # noqa: E731
+    def half_mi_back(rows, positions, chosen):
+        return 0.5 * (mi[rows, positions] * chosen).sum(1)
+
     for gamma in (0.0, 0.05, 0.3, 1.0, 3.0, 100.0):
         for lam in (0.0, 0.3, 1.0, 4.0):
-            for mi_back in (None, back):
+            for mi_back in (None, half_mi_back):
                 old_calls, new_calls = [], []
                 expected = reference_greedy(entropy, masked, gamma, lam, recording(mi, old_calls), mi_back)
                 assert torch.equal(greedy_select(entropy, masked, gamma, lam, mi_row=lambda r, p: mi[r, p],

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from bench.paired import mcnemar_p, paired_difference, per_input
+from bench.verdicts import ScoredRun, budget_table, interpolate, make_line, non_inferiority, replicate_indices
 from tasks.protein.statistics import jsd_bits, kmer_counts
-from bench.verdicts import Run, budget_table, interpolate, make_line, non_inferiority, replicate_indices
 
 
 def binary_metric(values, name="exact_accuracy"):
@@ -19,7 +19,7 @@ def numeric_run(label, quality, passes, higher_is_better=True):
                    "per_input": {"statistic": "mean", "fields": ["q"]}}, records)
     p = per_input({"name": "passes", "higher_is_better": False,
                    "per_input": {"statistic": "mean", "fields": ["passes"]}}, records)
-    return Run({"label": label}, q, p)
+    return ScoredRun({"label": label}, q, p)
 
 
 def test_identical_runs_differ_by_zero_with_p_one():
@@ -118,7 +118,7 @@ def test_seeds_of_a_run_are_pooled_per_input():
         metric = {"name": "exact_accuracy", "higher_is_better": True,
                   "per_input": {"statistic": "mean", "fields": ["exact"]}}
         passes = {"name": "passes", "higher_is_better": False, "per_input": {"statistic": "mean", "fields": ["passes"]}}
-        return Run({"label": spec, "config": {"strategy_spec": spec, "seed": seed}},
+        return ScoredRun({"label": spec, "config": {"strategy_spec": spec, "seed": seed}},
                    per_input(metric, records), per_input(passes, records))
     pooled = merge_seeds([seeded(0, [1, 0, 0, 0]), seeded(1, [1, 1, 0, 0]), seeded(0, [0, 0, 0, 0], "topk:k=2")])
     by_spec = {r.summary["config"]["strategy_spec"]: r for r in pooled}
@@ -137,7 +137,7 @@ def test_pooled_seeds_of_a_mean_difference_stay_on_its_scale():
         metric = {"name": "kl_nats", "higher_is_better": False,
                   "per_input": {"statistic": "mean_difference", "fields": ["log_q", "log_p"]}}
         passes = {"name": "passes", "higher_is_better": False, "per_input": {"statistic": "mean", "fields": ["passes"]}}
-        return Run({"label": "x", "config": {"strategy_spec": "x", "seed": seed}},
+        return ScoredRun({"label": "x", "config": {"strategy_spec": "x", "seed": seed}},
                    per_input(metric, records), per_input(passes, records))
     (pooled,) = merge_seeds([seeded(0, [1.0, 3.0]), seeded(1, [2.0, 0.0]), seeded(2, [0.0, 0.0])])
     assert pooled.quality() == pytest.approx((3.0 + 2.0 + 1.0) / 3)     # the seeds' KLs: 3, 2 and 1 nats
@@ -162,7 +162,8 @@ def test_a_distance_gets_the_basic_interval_and_a_mean_the_percentile_one():
     assert (result["ci_low"], result["ci_high"]) == pytest.approx((2 * result["diff"] - high, 2 * result["diff"] - low))
     # the W1 of the run nearer the reference grows more on resamples: the percentile interval is shifted down
     assert np.median(boots) < result["diff"] and result["ci_low"] > low
-    a, b = numeric_run("a", rng.normal(0.3, 1, 100), np.ones(100)), numeric_run("b", rng.normal(0, 1, 100), np.ones(100))
+    a = numeric_run("a", rng.normal(0.3, 1, 100), np.ones(100))
+    b = numeric_run("b", rng.normal(0, 1, 100), np.ones(100))
     mean_result = paired_difference(a.quality, b.quality)
     boots = chunked(lambda block: a.quality(block) - b.quality(block), replicate_indices(100))
     assert mean_result["ci_method"] == "paired bootstrap, percentile"
@@ -173,9 +174,10 @@ def test_budget_cells_of_a_distance_use_the_basic_interval():
     from bench.verdicts import centred, interval, is_distance
     rng = np.random.default_rng(4)
     reference = rng.normal(0, 1, 400)
-    runs = [Run({"label": f"r{k}"}, w1_run(rng.normal(0.1 * k, 1, 80), reference),
-                per_input({"name": "passes", "higher_is_better": False, "per_input": {"statistic": "mean", "fields": ["p"]}},
-                          [{"index": i, "p": 10 * (k + 1)} for i in range(80)])) for k in range(2)]
+    runs = [ScoredRun({"label": f"r{k}"}, w1_run(rng.normal(0.1 * k, 1, 80), reference),
+                      per_input({"name": "passes", "higher_is_better": False,
+                                 "per_input": {"statistic": "mean", "fields": ["p"]}},
+                                [{"index": i, "p": 10 * (k + 1)} for i in range(80)])) for k in range(2)]
     idx = replicate_indices(80)
     line = make_line("w1", runs, idx)
     assert is_distance([line])

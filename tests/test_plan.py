@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from bench.plan import PILOT_INPUTS, committed_references, row_passes, seconds_per_row_pass
+from bench.run.plan import PILOT_INPUTS, committed_references, row_passes, seconds_per_row_pass
 from conftest import run_cli
 
 

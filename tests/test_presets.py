@@ -6,7 +6,7 @@ import pytest
 from bench.errors import BenchError
 from bench.presets import PRESETS, SWEEPS, plan, sweep_of, unswept
 from bench.registry import STRATEGIES, TASKS, load_plugins, parse_strategy
-from bench.runner import result_paths, run_config
+from bench.run.cell import Run, result_paths
 from conftest import ROOT, run_cli
 
 
@@ -17,7 +17,8 @@ def test_no_preset_runs_the_default_sweep_of_sudoku_on_all_data():
 
 def test_ci_is_small_and_paper_adds_seeds():
     ci = {p.task: p for p in plan("ci")}
-    assert set(ci) == {"sudoku", "protein", "hmm", "hmm_mdm"} and ci["sudoku"].limit == 100 and ci["protein"].limit == 40
+    assert set(ci) == {"sudoku", "protein", "hmm", "hmm_mdm"}
+    assert ci["sudoku"].limit == 100 and ci["protein"].limit == 40
     assert all(p.seeds == (0,) and 3 <= len(p.specs) <= 4 for p in ci.values())
     paper = plan("paper")
     assert [p.task for p in paper] == ["sudoku", "protein", "hmm", "hmm_mdm"]
@@ -62,7 +63,7 @@ def test_the_default_preset_finds_the_committed_sudoku_results():
     (sudoku,) = plan("default", tasks="sudoku")
     committed = {"sequential", "topk:k=2", "topk:k=7", "eb:gamma=0.1", "eb:gamma=1", "threshold:tau=0.7"}
     for spec in committed & set(sudoku.specs):
-        config = run_config(task, model, eval_set, parse_strategy(spec), 0, sudoku.limit, 250)
+        config = Run(task, model, eval_set, parse_strategy(spec), spec, 0, sudoku.limit, batch_size=250).config
         summary, _, _ = result_paths(ROOT / "results", config)
         assert json.loads(Path(summary).read_text())["config"] == config, spec
 

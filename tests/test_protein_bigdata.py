@@ -15,7 +15,9 @@ def write_blast_db(prefix, entries, version=4):
     """A protein BLAST v4 database in the documented layout (headers: a BER-like blob with ACC|GO)."""
     headers = [b"\x30\x80\x1a" + bytes([len(a) + 3]) + f"{a}|GO".encode() + b"\x00\x00" for a, _ in entries]
     residues = [bytes(NCBISTDAA.index(c) for c in s) + b"\x00" for _, s in entries]
-    offsets = lambda blobs: [sum(len(b) for b in blobs[:i]) for i in range(len(blobs) + 1)]  # noqa: E731
+    def offsets(blobs):               # where each blob starts, and the end of the last
+        return [sum(len(b) for b in blobs[:i]) for i in range(len(blobs) + 1)]
+
     title, date = b"test db", b"today"
     index = struct.pack(">II", version, 1) + struct.pack(">I", len(title)) + title + struct.pack(">I", len(date))
     index += date + struct.pack(">I", len(entries)) + struct.pack("<Q", 0) + struct.pack(">I", 0)

@@ -19,7 +19,8 @@ def tiny_unirep(path, hidden=6, cells=2, seed=0):
                        f"mlstm.{i}.wh": rng.normal(size=(hidden, 4 * hidden)),
                        f"mlstm.{i}.wmx": rng.normal(size=(width, hidden)),
                        f"mlstm.{i}.wmh": rng.normal(size=(hidden, hidden)),
-                       f"mlstm.{i}.gx": rng.uniform(0.5, 2, 4 * hidden), f"mlstm.{i}.gh": rng.uniform(0.5, 2, 4 * hidden),
+                       f"mlstm.{i}.gx": rng.uniform(0.5, 2, 4 * hidden),
+                       f"mlstm.{i}.gh": rng.uniform(0.5, 2, 4 * hidden),
                        f"mlstm.{i}.gmx": rng.uniform(0.5, 2, hidden), f"mlstm.{i}.gmh": rng.uniform(0.5, 2, hidden),
                        f"mlstm.{i}.b": rng.normal(size=4 * hidden)})
         width = hidden
@@ -29,20 +30,25 @@ def tiny_unirep(path, hidden=6, cells=2, seed=0):
 
 def naive_nll(arrays, sequence):
     """One sequence, one step at a time, float64, straight from the UniRep equations."""
-    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
-    norm = lambda w, g: w / np.linalg.norm(w, axis=0) * g  # noqa: E731
+    def sigmoid(v):
+        return 1 / (1 + np.exp(-v))
+
+    def normalised(w, g):             # weight normalisation: each column of w scaled to norm g
+        return w / np.linalg.norm(w, axis=0) * g
+
     n_cells = len({k.split(".")[1] for k in arrays if k.startswith("mlstm.")})
     states = [(np.zeros(arrays["mlstm.0.wmh"].shape[0]),) * 2 for _ in range(n_cells)]
     nll, previous = [], START
     for residue in sequence:
         x = arrays["embedding"][previous]
         for i in range(n_cells):
-            a = lambda k: arrays[f"mlstm.{i}.{k}"]  # noqa: E731, B023
+            cell = {k.split(".")[2]: v for k, v in arrays.items() if k.startswith(f"mlstm.{i}.")}  # cell i's arrays
             h, c = states[i]
-            m = (x @ norm(a("wmx"), a("gmx"))) * (h @ norm(a("wmh"), a("gmh")))
-            gi, gf, go, gu = np.split(x @ norm(a("wx"), a("gx")) + m @ norm(a("wh"), a("gh")) + a("b"), 4)
-            c = sig(gf) * c + sig(gi) * np.tanh(gu)
-            h = sig(go) * np.tanh(c)
+            m = (x @ normalised(cell["wmx"], cell["gmx"])) * (h @ normalised(cell["wmh"], cell["gmh"]))
+            gates = x @ normalised(cell["wx"], cell["gx"]) + m @ normalised(cell["wh"], cell["gh"]) + cell["b"]
+            gi, gf, go, gu = np.split(gates, 4)
+            c = sigmoid(gf) * c + sigmoid(gi) * np.tanh(gu)
+            h = sigmoid(go) * np.tanh(c)
             states[i], x = (h, c), h
         logits = (x @ arrays["dense.w"] + arrays["dense.b"])[HEAD_COLUMN]
         log_z = np.log(np.exp(logits - logits.max()).sum()) + logits.max()

@@ -11,12 +11,12 @@ from scipy.stats import wasserstein_distance
 
 from bench.errors import BenchError
 from bench.paired import per_input
-from tasks.protein.statistics import stat_w1, window_jsd
-from bench.runner import check_arguments, set_temperature
+from bench.run.checks import check_arguments, set_temperature
 from tasks.protein import ladder as L
 from tasks.protein import metrics as pm
 from tasks.protein.fasta import AMINO_ACIDS, read_fasta
 from tasks.protein.judge import weights_path
+from tasks.protein.statistics import stat_w1, window_jsd
 from tasks.protein.task import PANEL
 
 needs_judge = pytest.mark.skipif(not weights_path().is_file(),
@@ -82,14 +82,17 @@ def test_the_one_sided_forms_of_the_panel_fail_the_ladder(panel_scored):
 def test_panel_metrics_are_two_sided(reference):
     """A set whose runs are longer than natural ones and one whose runs are shorter are both
     further from the reference than the floor is."""
-    from tasks.protein.task import PANEL as panel, w1_metric
+    from tasks.protein.task import PANEL as panel
+    from tasks.protein.task import w1_metric
     runs = panel["longest_run_w1"][1]
     floor = read_fasta(L.REFERENCE_B).sequences[:200]
     longer = [s[:10] + s[10] * 8 + s[18:] for s in floor]            # one run of 8 or more in each
     shorter = ["".join("ACDEFGHIKLMNPQRSTVWY"[i % 20] for i in range(len(s))) for s in floor]   # no runs
     ref_values = runs(reference)
-    value = lambda seqs: w1_metric("m", "", runs(seqs), ref_values)["value"]   # noqa: E731
-    assert value(longer) > value(floor) and value(shorter) > value(floor)
+    def w1_value(seqs):
+        return w1_metric("m", "", runs(seqs), ref_values)["value"]
+
+    assert w1_value(longer) > w1_value(floor) and w1_value(shorter) > w1_value(floor)
 
 
 def test_ladder_intervals_are_basic_bootstrap_intervals():
@@ -180,7 +183,7 @@ def test_temperature_overrides_a_sampling_task_and_refuses_an_argmax_one():
 
 
 def test_temperature_is_part_of_the_run_identity(tmp_path):
-    from bench.runner import result_paths
+    from bench.run.cell import result_paths
     base = {"task": "protein", "strategy_spec": "sequential", "seed": 0, "temperature": 1.0}
     assert result_paths(tmp_path, base)[0] != result_paths(tmp_path, {**base, "temperature": 0.0})[0]
 

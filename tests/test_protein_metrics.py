@@ -6,8 +6,7 @@ from scipy.spatial.distance import jensenshannon
 
 from bench.errors import BenchError
 from tasks.protein.fasta import read_fasta
-from tasks.protein.metrics import (composition_counts, dipeptide_counts, distinct_3mer_share, js_divergence,
-                                   longest_run)
+from tasks.protein.metrics import composition_counts, dipeptide_counts, distinct_3mer_share, js_divergence, longest_run
 
 
 def test_jsd_hand_checked_cases():

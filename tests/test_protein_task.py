@@ -99,7 +99,7 @@ def test_generation_is_deterministic_under_a_seed(tiny_checkpoint):
     assert eval_set.masked.any(1).all() and not (eval_set.masked & (eval_set.tokens != 1)).any()
 
     def generate(seed):
-        result = decode(model, eval_set.tokens, eval_set.masked, parse_strategy("topk:k=12"), 1.0, seed)
+        result = decode(model, eval_set.tokens, eval_set.masked, parse_strategy("topk:k=12"), 1.0, seed=seed)
         return task.records(result.tokens, result.passes, torch.arange(6), eval_set)
 
     first, again, other = generate(0), generate(0), generate(1)

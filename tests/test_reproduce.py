@@ -14,8 +14,9 @@ from bench.errors import BenchError
 from bench.provenance import numerics, provenance
 from bench.registry import parse_strategy
 from bench.results import batch_line, read_batches, run_id, run_records, write_text_atomic
-from bench.runner import (FLOAT_ATOL, FLOAT_RTOL, batch_rows_of, record_difference, result_paths, run_config,
-                          run_one)
+from bench.run.cell import Run, result_paths
+from bench.run.local import run_one
+from bench.run.verify import FLOAT_ATOL, FLOAT_RTOL, record_difference
 from conftest import run_cli
 from tasks.hmm.task import HMMTask
 from tasks.sudoku.task import SudokuTask
@@ -60,7 +61,8 @@ def test_discrete_fields_must_be_equal(stored, new):
 
 
 def test_volatile_fields_are_ignored():
-    assert differs({"index": 0, "batch": 0, "batch_seconds": 1.0}, {"index": 0, "batch": 3, "batch_seconds": 9.0})[0] == ""
+    assert differs({"index": 0, "batch": 0, "batch_seconds": 1.0},
+                   {"index": 0, "batch": 3, "batch_seconds": 9.0})[0] == ""
 
 
 def test_results_record_the_numerics_they_were_made_with():
@@ -79,14 +81,15 @@ def hmm():
 
 def hmm_run(hmm, out, spec="topk:k=8", verify=0):
     task, model, eval_set = hmm
-    return run_one(task, model, eval_set, parse_strategy(spec), spec, 0, LIMIT, BATCH, out, verify)
+    return run_one(Run(task, model, eval_set, parse_strategy(spec), spec, 0, LIMIT, batch_size=BATCH, out=out,
+                       verify=verify))
 
 
 def hmm_paths(hmm, out, spec="topk:k=8"):
     task, model, eval_set = hmm
     strategy = parse_strategy(spec)
     strategy.bind(task, model)
-    return result_paths(out, run_config(task, model, eval_set, strategy, 0, LIMIT, BATCH))
+    return Run(task, model, eval_set, strategy, spec, 0, LIMIT, batch_size=BATCH, out=out).paths
 
 
 def restamp(summary_path, records_path, edit, platform=None):
@@ -149,16 +152,17 @@ def sudoku_config(sudoku, spec):
     task, model, eval_set = sudoku
     strategy = parse_strategy(spec)
     strategy.bind(task, model)
-    return run_config(task, model, eval_set, strategy, 0, LIMIT, BATCH)
+    return Run(task, model, eval_set, strategy, spec, 0, LIMIT, batch_size=BATCH).config
 
 
 def sudoku_run(sudoku, out, spec):
     task, model, eval_set = sudoku
-    return run_one(task, model, eval_set, parse_strategy(spec), spec, 0, LIMIT, BATCH, out)
+    return run_one(Run(task, model, eval_set, parse_strategy(spec), spec, 0, LIMIT, batch_size=BATCH, out=out))
 
 
 def records_of(path):
-    return [{k: v for k, v in json.loads(line).items() if k != "batch_seconds"} for line in path.read_text().splitlines()]
+    return [{k: v for k, v in json.loads(line).items() if k != "batch_seconds"}
+            for line in path.read_text().splitlines()]
 
 
 @pytest.mark.parametrize("kind", ["foreign", "edited", "cut"])
@@ -189,7 +193,7 @@ def test_a_partial_batch_of_this_run_is_kept(sudoku, tmp_path):
     partial = result_paths(tmp_path / "run", config)[2]
     partial.parent.mkdir(parents=True)
     partial.write_text(batch_line(run_id(config), 1, [r for r in truth if r["batch"] == 1]))
-    rows = [r.tolist() for r in batch_rows_of(LIMIT, BATCH)]
+    rows = [list(range(i, min(i + BATCH, LIMIT))) for i in range(0, LIMIT, BATCH)]
     assert list(read_batches(partial, run_id(config), rows)[0]) == [1]
 
 

@@ -3,7 +3,7 @@ that file (and says so), never the shipped second sample with the user's file; a
 small to split has no floor, and the run says that."""
 import pytest
 
-from bench.runner import print_floor
+from bench.run.cell import print_floor
 from tasks.protein import task as protein_task
 from tasks.protein.fasta import read_fasta, write_fasta
 from tasks.protein.split import REFERENCE_A, REFERENCE_B

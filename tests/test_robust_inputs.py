@@ -92,7 +92,7 @@ def test_unwritable_out_is_found_before_any_decoding(capsys, tmp_path, monkeypat
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
     monkeypatch.setattr(tempfile, "TemporaryFile", refuse)
-    monkeypatch.setattr("bench.runner.decode", lambda *a, **k: pytest.fail("decoded before the --out check"))
+    monkeypatch.setattr("bench.run.cell.decode", lambda *a, **k: pytest.fail("decoded before the --out check"))
     line = one_line_error(capsys, ["run", "--limit", "2"], tmp_path / "out")
     assert "cannot write results into" in line and "Permission denied" in line
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from bench.registry import parse_strategy
-from bench.runner import inputs_line, run_one
+from bench.run.cell import Run, inputs_line
+from bench.run.local import run_one
 from tasks.sudoku.data import TEST_SET, check_solutions, read_puzzles
 from tasks.sudoku.generate import grid_string
 from tasks.sudoku.solver import breaks_rules, count_solutions
@@ -98,7 +99,7 @@ def blanked_run(tmp_path_factory, test_set):
     grids = [blank_givens(p) for p in test_set.puzzles[:4]] + [np.zeros(81, np.int8)]
     task = SudokuTask(data=write_csv(folder / "blanked.csv", grids))
     model, eval_set = task.load_model(), task.eval_set(None, 0)
-    summary = run_one(task, model, eval_set, parse_strategy("sequential"), "sequential", 0, None, 250, folder)
+    summary = run_one(Run(task, model, eval_set, parse_strategy("sequential"), "sequential", 0, None, out=folder))
     (records_path,) = (folder / "sudoku").glob("*.jsonl")
     records = [json.loads(line) for line in records_path.read_text().splitlines()]
     return task, eval_set, summary, records, grids

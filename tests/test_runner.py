@@ -88,8 +88,11 @@ def test_killed_run_resumes_to_the_same_records(tmp_path, quick_run, model_copy)
     assert done_before >= 2
     rerun = run_cli(*args[3:])
     assert rerun.returncode == 0, rerun.stderr
-    strip = lambda rs: [{k: v for k, v in r.items() if k not in ("batch", "batch_seconds")} for r in rs]  # noqa: E731
-    assert strip(records_of(tmp_path, "sequential")) == strip(records_of(out, "sequential"))
+    def without_batch_fields(records):
+        return [{k: v for k, v in r.items() if k not in ("batch", "batch_seconds")} for r in records]
+
+    assert (without_batch_fields(records_of(tmp_path, "sequential"))
+            == without_batch_fields(records_of(out, "sequential")))
     assert not list(tmp_path.glob("sudoku/*.partial.jsonl"))
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from tasks.sudoku.data import read_puzzles, TEST_SET
+from tasks.sudoku.data import TEST_SET, read_puzzles
 from tasks.sudoku.generate import dig_puzzle, is_hard, make_pair
 from tasks.sudoku.solver import breaks_rules, count_solutions, singles_left, solve
 

@@ -41,7 +41,9 @@ def test_basic_bootstrap_corrects_the_upward_bias_of_plug_in_jsd():
     rng = np.random.default_rng(0)
     p = rng.dirichlet(np.ones(20))
     a, b = rng.multinomial(30, p, size=60), rng.multinomial(30, p, size=60)   # same distribution: true JSD 0
-    statistic = lambda i, j: js_divergence(a[i].sum(0), b[j].sum(0))  # noqa: E731
+    def statistic(i, j):          # the JSD of resampled groups i of a and j of b
+        return js_divergence(a[i].sum(0), b[j].sum(0))
+
     value, low, high = basic_bootstrap_groups([60, 60], statistic)
     percentile_low = np.percentile([statistic(rng.integers(0, 60, 60), rng.integers(0, 60, 60))
                                     for _ in range(500)], 2.5)

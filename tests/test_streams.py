@@ -10,7 +10,9 @@ import torch
 
 from bench.registry import parse_strategy
 from bench.results import read_records
-from bench.runner import VOLATILE, decode_rows, result_paths, run_config, run_one
+from bench.run.cell import Run, decode_rows
+from bench.run.local import run_one
+from bench.run.verify import VOLATILE
 from bench.streams import GOLDEN, MASK64, Streams, absorb, as_uint64, categorical, mix, purpose_key
 from tasks.protein.task import ProteinTask
 from tasks.sudoku.task import SudokuTask
@@ -35,7 +37,8 @@ def test_an_inputs_uniforms_do_not_depend_on_its_batch():
 
 def test_categorical_draws_follow_the_probabilities_and_never_a_zero_one():
     probs = torch.tensor([0.2, 0.0, 0.5, 0.3, 0.0]).expand(40000, 5)
-    uniforms = Streams(1, torch.arange(40000)).uniform(0, "values", torch.arange(40000), torch.zeros(40000, dtype=torch.long))
+    uniforms = Streams(1, torch.arange(40000)).uniform(0, "values", torch.arange(40000),
+                                                       torch.zeros(40000, dtype=torch.long))
     counts = torch.bincount(categorical(probs, uniforms), minlength=5) / 40000
     assert counts[1] == 0 and counts[4] == 0
     assert torch.allclose(counts, probs[0], atol=0.01)
@@ -85,16 +88,17 @@ def test_categorical_draws_what_the_first_version_drew(values):
 
 def records_of(task, model, eval_set, spec, limit, batch_size, out):
     strategy = parse_strategy(spec)
-    run_one(task, model, eval_set, strategy, spec, 0, limit, batch_size, out)
-    config = run_config(task, model, eval_set, strategy, 0, limit, batch_size)
-    return [{k: v for k, v in r.items() if k not in VOLATILE} for r in read_records(result_paths(out, config)[1])]
+    run = Run(task, model, eval_set, strategy, spec, 0, limit, batch_size=batch_size, out=out)
+    run_one(run)
+    return [{k: v for k, v in r.items() if k not in VOLATILE} for r in read_records(run.paths[1])]
 
 
 def shard_records(task, model, eval_set, spec, cuts):
     """Records of the inputs decoded in the given groups of rows (shards of any shape)."""
     strategy = parse_strategy(spec)
     strategy.bind(task, model)
-    records = [r for rows in cuts for r in decode_rows(task, model, eval_set, strategy, torch.tensor(rows), 0)[0]]
+    run = Run(task, model, eval_set, strategy, spec, 0)
+    records = [r for rows in cuts for r in decode_rows(run, torch.tensor(rows))[0]]
     return sorted((json.loads(json.dumps(r)) for r in records), key=lambda r: r["index"])
 
 
@@ -102,7 +106,8 @@ CASES = [(SudokuTask, "learned:T=5,mode=sample", 20), (ProteinTask, "topk:k=12",
          (ProteinTask, "learned:T=5,mode=sample", 12)]
 
 
-@pytest.mark.parametrize("task_class,spec,limit", CASES, ids=["sudoku-learned-sample", "protein-topk", "protein-learned-sample"])
+@pytest.mark.parametrize("task_class,spec,limit", CASES,
+                         ids=["sudoku-learned-sample", "protein-topk", "protein-learned-sample"])
 def test_records_do_not_depend_on_the_batch_size_or_the_shards(task_class, spec, limit, tmp_path):
     task = task_class()
     model, eval_set = task.load_model(), task.eval_set(limit, 0)
@@ -120,7 +125,7 @@ def test_another_seed_draws_otherwise():
     task = ProteinTask()
     model, eval_set = task.load_model(), task.eval_set(4, 0)
     strategy = parse_strategy("topk:k=12")
-    first = decode_rows(task, model, eval_set, strategy, torch.arange(4), 0)[0]
-    other = decode_rows(task, model, eval_set, strategy, torch.arange(4), 1)[0]
+    first = decode_rows(Run(task, model, eval_set, strategy, "", 0), torch.arange(4))[0]
+    other = decode_rows(Run(task, model, eval_set, strategy, "", 1), torch.arange(4))[0]
     assert [r["sequence"] for r in first] != [r["sequence"] for r in other]
     assert all(r["log_q"] < 0 for r in first)

@@ -25,6 +25,7 @@ import torch
 from bench.provenance import REPO
 from bench.registry import canonical
 from bench.results import scan_results
+from bench.run.cell import complete_run, decode_rows
 
 PILOT_INPUTS = 4      # inputs a run without a committed reference decodes to learn its passes
 TIMED_CALLS = 2       # forward calls timed per shape (after one warm-up call): the fastest counts
@@ -113,22 +114,22 @@ class TaskPricer:
             self.row_seconds[rows] = forward_row_seconds(self.model, self.eval_set, rows)
         return self.row_seconds[rows]
 
-    def per_input(self, strategy, seed):
-        """(passes per input, row-passes per input, cost factor, source) of a strategy."""
+    def per_input(self, run):
+        """(passes per input, row-passes per input, cost factor, source) of a run's strategy."""
+        strategy = run.strategy
         reference = self.references.get(canonical(strategy))
         factor = self.factors.get(strategy.name, 1.0)
         if reference is not None:
             rows = row_passes(reference) / reference["n_samples"]
             return metric_value(reference, "passes"), rows, factor, "committed"
-        from bench.runner import decode_rows   # the pilot decodes as the run will
         count = min(PILOT_INPUTS, len(self.eval_set))
-        records, _ = decode_rows(self.task, self.model, self.eval_set, strategy, torch.arange(count), seed)
+        records, _ = decode_rows(run, torch.arange(count))   # the pilot decodes as the run will
         passes = sum(r["passes"] for r in records) / count
         aux = sum(v for r in records for k, v in r.items() if k.endswith("_passes")) / count
         return passes, passes + aux, factor, f"pilot of {count}"
 
-    def estimate(self, label, strategy, seed, inputs, batch_size):
-        passes, rows, factor, source = self.per_input(strategy, seed)
+    def estimate(self, run, label, inputs, batch_size):
+        passes, rows, factor, source = self.per_input(run)
         forward = inputs * rows * self.forward(min(batch_size, inputs))
         return Estimate(label, inputs, passes, forward * factor, forward, source)
 
@@ -150,28 +151,15 @@ def print_plan(task_name, estimates, out=None):
     return total
 
 
-def plan_task(runs, args):
-    """Estimates of one task's runs (``runs``: bench.runner.TaskRuns) for `bench run` with
+def plan_task(task_runs, args):
+    """Estimates of one task's runs (``task_runs``: bench.run.cell.TaskRuns) for `bench run` with
     ``args``: a run complete in --out costs its --verify inputs decoded again, any other its whole
     input set."""
-    from bench.runner import complete_run, result_paths, run_config
-    pricer, estimates = TaskPricer(runs.task, runs.model, runs.eval_set), []
-    for label, strategy in runs.strategies:
-        config = run_config(runs.task, runs.model, runs.eval_set, strategy, runs.seed, runs.limit, args.batch_size)
-        complete = complete_run(config, result_paths(args.out, config), label, say=False) is not None
-        inputs = min(args.verify, len(runs.eval_set)) if complete else len(runs.eval_set)
+    pricer, estimates = TaskPricer(task_runs.task, task_runs.model, task_runs.eval_set), []
+    for run in task_runs.runs(args):
+        complete = complete_run(run, say=False) is not None
+        inputs = min(args.verify, len(run.eval_set)) if complete else len(run.eval_set)
         if inputs:
             batch = inputs if complete else args.batch_size
-            estimates.append(pricer.estimate(label + (" (verify)" if complete else ""), strategy, runs.seed,
-                                             inputs, batch))
+            estimates.append(pricer.estimate(run, run.label + (" (verify)" if complete else ""), inputs, batch))
     return estimates
-
-
-def run_plan(args):
-    """`bench plan`: the plan of the `bench run` these arguments make, without running it."""
-    from bench.runner import prepare_runs
-    total = 0.0
-    for runs in prepare_runs(args):
-        total += print_plan(f"{runs.task.name} seed {runs.seed}", plan_task(runs, args), out=sys.stdout)
-    print(f"total {minutes(total)} expected on this machine ({torch.get_num_threads()} torch threads)")
-    return 0

@@ -4,13 +4,13 @@ A cell is one shard of one run: (task, strategy spec, seed) x a contiguous range
 (``--shards N`` cuts each run's batches into N ranges). The driver (this process) checks
 everything the local executor checks, on the CPU, before any work: data, models (one forward
 pass), helpers, the output folder. Then, for each run that is not complete, it holds the run's
-lock (``runner.cell_lock``), gathers the batches earlier attempts finished into the run's
+lock (``bench.run.cell.cell_lock``), gathers the batches earlier attempts finished into the run's
 ``.partial.jsonl`` and sends the batches still missing out as cells. Each cell decodes its
-batches through ``runner.decode_batches`` (the local executor's code: the same batches, the same
+batches through ``bench.run.cell.decode_batches`` (the local executor's code: the same batches, the same
 random numbers) into a shard file of its own (``NAME.shard-A-B.partial.jsonl``), so a retried or
 rerun cell skips the batches it already wrote. Once a run's cells are done the driver merges
 their records into the partial file and writes the run's ``.jsonl`` and summary exactly as
-``runner.decode_run`` does for one process: the records are those of ``--executor local`` (only
+``bench.run.cell.decode_run`` does for one process: the records are those of ``--executor local`` (only
 each batch's wall time differs). Runs found complete are verified (``--verify``) by a cell too,
 on the device their results came from.
 
@@ -20,24 +20,33 @@ need the project importable (the same install on every node) and the results fol
 system they share with the driver; each cell works in the driver's current folder.
 """
 import contextlib
-import fcntl
 import json
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.allocator import keep_freed_memory
 from bench.device import Placement, check_device_text, model_placement, place, placement, resolve_dtype
 from bench.errors import BenchError
 from bench.models import load_model
-from bench.presets import plan
 from bench.registry import make_task, parse_strategy
 from bench.results import append_batch, records_path, run_id, run_records
-from bench.runner import (batch_rows_of, check_arguments, check_out_dir, command_line, complete_run,
-                          completed_batches, decode_batches, decode_run, inputs_line, make_tasks, parse_specs, prepare,
-                          print_floor, remake_command, result_paths, run_config, verify_run)
-from bench.table import render_text
+from bench.run.cell import (
+    Run,
+    TaskRuns,
+    command_line,
+    completed_batches,
+    decode_batches,
+    decode_run,
+    find_or_lock,
+    print_complete,
+    print_task_end,
+    print_task_start,
+    remake_command,
+)
+from bench.run.checks import check_arguments, check_executor
+from bench.run.local import load_tasks
+from bench.run.verify import verify_run
 
 MAX_RETRIES = 3   # a cell whose worker dies is run again this many times
 SHARD_GLOB = ".shard-*.partial.jsonl"
@@ -48,10 +57,10 @@ SHARD_GLOB = ".shard-*.partial.jsonl"
 LOADED = {}   # per worker process: (task, data, model, device, dtype) -> (task, placed model)
 
 
-def worker_parts(cell):
-    """(task, placed model, eval set, bound strategy, config) of a cell, loading the task and
-    model once per worker process. The config must be the driver's: a node with other code,
-    data or weights is an error, not a silent difference."""
+def worker_run(cell):
+    """The Run of a cell (its strategy bound), loading the task and model once per worker
+    process. The config must be the driver's: a node with other code, data or weights is an
+    error, not a silent difference."""
     key = (cell["task"], cell["data"], cell["model"], cell["device"], cell["dtype"])
     if key not in LOADED:
         task = make_task(cell["task"], data=cell["data"], model=cell["task_model"])
@@ -60,12 +69,14 @@ def worker_parts(cell):
     eval_set = task.eval_set(cell["limit"], cell["seed"])
     strategy = parse_strategy(cell["spec"])
     strategy.bind(task, model)
-    config = run_config(task, model, eval_set, strategy, cell["seed"], cell["limit"], cell["batch_size"])
+    run = Run(task, model, eval_set, strategy, cell["label"], cell["seed"], cell["limit"],
+              batch_size=cell["batch_size"], out=cell["out"], verify=cell.get("verify", 0))
+    config = run.config
     if config != cell["config"]:
         differ = sorted(k for k in set(config) | set(cell["config"]) if config.get(k) != cell["config"].get(k))
         raise BenchError(f"{cell['label']}: this worker's run config differs from the driver's in "
                          f"{', '.join(differ)} (another checkout, data or weights on this node?)")
-    return task, model, eval_set, strategy, config
+    return run
 
 
 def run_cell(cell):
@@ -76,15 +87,13 @@ def run_cell(cell):
     import torch
     torch.set_num_threads(cell["threads"])
     try:
-        task, model, eval_set, strategy, config = worker_parts(cell)
+        run = worker_run(cell)
         if cell["kind"] == "verify":
             summary = json.loads(cell["summary"])
             found = summary, run_records(summary, records_path(cell["summary_path"], summary))
-            return "verified", verify_run(task, model, eval_set, strategy, found, cell["verify"], cell["label"],
-                                          cell["remake"], cell["seed"])
-        decode_batches(task, model, eval_set, strategy, config, Path(cell["partial"]), cell["label"],
-                       batches=set(cell["batches"]))
-        return "done", model_placement(model).describe()
+            return "verified", verify_run(run, found, cell["remake"])
+        decode_batches(run, Path(cell["partial"]), batches=set(cell["batches"]))
+        return "done", model_placement(run.model).describe()
     except BenchError as err:
         return "error", str(err)
 
@@ -131,7 +140,8 @@ def ray_placement(args, ray):
                          f"Ray gives each cell a GPU of its own")
     gpus = cluster_gpus(ray)
     if not gpus and (args.device or "").strip().lower() == "cuda":
-        raise BenchError("--device cuda: the Ray cluster has no GPUs (ray.cluster_resources()); use --device cpu or auto")
+        raise BenchError("--device cuda: the Ray cluster has no GPUs (ray.cluster_resources()); "
+                         "use --device cpu or auto")
     return placement(args.device, args.dtype, gpus=gpus)
 
 
@@ -146,36 +156,30 @@ def shard_path(partial_path, batches):
                                   + f".shard-{batches[0]}-{batches[-1]}.partial.jsonl")
 
 
-def gather_shards(partial_path, config, batch_rows):
+def gather_shards(run):
     """Merge the finished batches of the run's shard files into its partial file (each batch line
     checked as the local executor checks its own), then remove the shard files; returns the batch
     numbers now complete."""
-    done = completed_batches(partial_path, config, batch_rows)
+    partial_path = run.paths[2]
+    done = completed_batches(run, partial_path)
     stem = partial_path.name.replace(".partial.jsonl", "")
     for shard in sorted(partial_path.parent.glob(stem + SHARD_GLOB)):
-        for batch, records in sorted(completed_batches(shard, config, batch_rows).items()):
+        for batch, records in sorted(completed_batches(run, shard).items()):
             if batch not in done:
-                append_batch(partial_path, run_id(config), batch, records)
+                append_batch(partial_path, run_id(run.config), batch, records)
                 done[batch] = records
         shard.unlink()
     return set(done)
 
 
-@dataclass
-class Run:
-    """One (task, strategy, seed) of the command, with the driver's copies of what it needs."""
-    task: object
-    model: object
-    eval_set: object
-    strategy: object
-    label: str
-    seed: int
-    limit: object
-    config: dict
-    paths: tuple
-    pending: list = field(default_factory=list)   # (cell, ObjectRef) of its cells in flight
-    found: tuple = None                           # (summary, records) when complete
-    device: dict = None                           # what its cells ran on
+class RayRun:
+    """The driver's side of one run cell: the Run, its cells in flight and what they gave."""
+
+    def __init__(self, run):
+        self.run = run
+        self.pending = []    # (cell, ObjectRef) of its cells in flight
+        self.found = None    # (summary, records) when complete
+        self.device = None   # what its cells ran on
 
 
 class AsRun:
@@ -203,10 +207,11 @@ class Reported(Placement):
 
 
 def base_cell(run, args, where, cwd):
+    """What every cell of ``run`` (a Run) carries to its worker."""
     return {"task": run.task.name, "data": args.data, "model": args.model,
             "task_model": None if getattr(run.task, "model_spec", None) else args.model,
-            "device": where.kind, "dtype": where.dtype,
-            "limit": run.limit, "seed": run.seed, "batch_size": args.batch_size, "spec": run.label,
+            "device": where.kind, "dtype": where.dtype, "out": run.out,
+            "limit": run.limit, "seed": run.seed, "batch_size": run.batch_size, "spec": run.label,
             "label": run.label, "config": run.config, "cwd": cwd, "threads": 1}
 
 
@@ -220,117 +225,95 @@ class Driver:
         self.remote = ray.remote(max_retries=MAX_RETRIES, **resources)(run_cell)
         self.locks = contextlib.ExitStack()
 
-    def submit(self, run, cell):
-        run.pending.append((cell, self.remote.remote(cell)))
+    def submit(self, ray_run, cell):
+        ray_run.pending.append((cell, self.remote.remote(cell)))
 
-    def lock(self, run):
-        """Hold the run's lock (runner.cell_lock's file) until the command ends; False if another
-        process holds it."""
-        path = run.paths[0].with_name(run.paths[0].name.removesuffix(".json") + ".lock")
-        path.parent.mkdir(parents=True, exist_ok=True)   # the --out check leaves no folders behind
-        handle = self.locks.enter_context(open(path, "a"))
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"  {run.label}: another process is running it; waiting for it to finish", file=sys.stderr)
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            found = complete_run(run.config, run.paths, run.label, say=False)
-            if found is not None:
-                run.found = found
-                return False
-        self.locks.callback(path.unlink, missing_ok=True)
-        return True
-
-    def start(self, run):
-        """Send out the cells of ``run``: one verify cell if it is complete, else its missing shards."""
-        run.found = complete_run(run.config, run.paths, run.label)
-        if run.found is None and self.lock(run) and run.found is None:
-            batch_rows = batch_rows_of(len(run.eval_set), self.args.batch_size)
-            done = gather_shards(run.paths[2], run.config, batch_rows)
-            todo = [b for b in range(len(batch_rows)) if b not in done]
+    def start(self, ray_run):
+        """Send out the cells of a run: one verify cell if it is complete, else its missing shards
+        (its lock held until the command ends)."""
+        run = ray_run.run
+        ray_run.found = find_or_lock(run, self.locks)
+        if ray_run.found is None:
+            done = gather_shards(run)
+            todo = [b for b in range(len(run.batch_rows())) if b not in done]
             for batches in shard_ranges(todo, self.args.shards):
                 cell = {**base_cell(run, self.args, self.where, self.cwd), "kind": "decode", "batches": batches,
                         "partial": str(shard_path(run.paths[2].resolve(), batches))}
-                self.submit(run, cell)
-            return
-        if self.args.verify:
-            command = command_line(run.task, run.seed, run.limit, self.args.batch_size, self.args.out,
-                                   self.args.data, self.args.model, self.where)
-            cell = {**base_cell(run, self.args, self.where, self.cwd), "kind": "verify", "verify": self.args.verify,
-                    "summary_path": str(run.paths[0].resolve()), "summary": json.dumps(run.found[0]),
-                    "remake": remake_command(run.paths, run.strategy, command)}
-            self.submit(run, cell)
+                self.submit(ray_run, cell)
+        elif run.verify:
+            cell = {**base_cell(run, self.args, self.where, self.cwd), "kind": "verify", "verify": run.verify,
+                    "summary_path": str(run.paths[0].resolve()), "summary": json.dumps(ray_run.found[0]),
+                    "remake": remake_command(run)}
+            self.submit(ray_run, cell)
         else:
-            print(f"  {run.label}: complete already ({run.paths[0]}); not verified (--verify 0)", file=sys.stderr)
+            print_complete(run, "not verified (--verify 0)")
 
-    def finish(self, run):
+    def result(self, ray_run, ref):
+        """(status, value) of one cell; a one-line error where it failed."""
+        try:
+            status, value = self.ray.get(ref)
+        except self.ray.exceptions.RayError as err:   # a worker died more often than MAX_RETRIES, ...
+            raise BenchError(f"{ray_run.run.label}: a Ray cell failed ({type(err).__name__}: "
+                             f"{str(err).strip().splitlines()[0][:160] if str(err).strip() else ''}); "
+                             f"finished batches are kept: rerun the same command to resume") from None
+        if status == "error":
+            raise BenchError(value)
+        return status, value
+
+    def finish(self, ray_run):
         """Wait for the run's cells; merge and write it, or print its verification."""
-        for cell, ref in run.pending:
-            try:
-                status, value = self.ray.get(ref)
-            except self.ray.exceptions.RayError as err:   # a worker died more often than MAX_RETRIES, ...
-                raise BenchError(f"{run.label}: a Ray cell failed ({type(err).__name__}: "
-                                 f"{str(err).strip().splitlines()[0][:160] if str(err).strip() else ''}); "
-                                 f"finished batches are kept: rerun the same command to resume") from None
-            if status == "error":
-                raise BenchError(value)
+        run = ray_run.run
+        for cell, ref in ray_run.pending:
+            status, value = self.result(ray_run, ref)
             if status == "verified":
-                print(f"  {run.label}: complete already ({run.paths[0]}); {value}", file=sys.stderr)
+                print_complete(run, value)
             else:
-                run.device = run.device or value
+                ray_run.device = ray_run.device or value
                 print(f"  {run.label}: batches {cell['batches'][0]}-{cell['batches'][-1]} done", file=sys.stderr)
-        if run.found is None:
-            batch_rows = batch_rows_of(len(run.eval_set), self.args.batch_size)
-            missing = len(batch_rows) - len(gather_shards(run.paths[2], run.config, batch_rows))
+        if ray_run.found is None:
+            missing = len(run.batch_rows()) - len(gather_shards(run))
             if missing:   # never decoded here: the driver's model is on the CPU
                 raise BenchError(f"{run.label}: {missing} batches missing after its cells finished; rerun the "
                                  f"same command to decode them")
-            model = AsRun(run.model, Reported(self.where, run.device))
-            summary = decode_run(run.task, model, run.eval_set, run.strategy, run.config, run.paths, run.label)
-            run.found = summary, None
-        return run.found[0]
+            summary = decode_run(run, AsRun(run.model, Reported(self.where, ray_run.device)))
+            ray_run.found = summary, None
+        return ray_run.found[0]
+
+
+def task_groups(loaded, args, where):
+    """(TaskRuns, its RayRuns) of every task and seed of ``loaded`` (bench.run.local.load_tasks)."""
+    groups = []
+    for task, task_plan, strategies, model, eval_sets in loaded:
+        for seed in task_plan.seeds:
+            task_runs = TaskRuns(task, model, eval_sets[seed], strategies, seed, task_plan.limit)
+            runs = task_runs.runs(args, cells_on=where)
+            command = command_line(runs[0], args.data, args.model, where) if runs else None
+            for run in runs:
+                run.command = command
+            groups.append((task_runs, [RayRun(run) for run in runs]))
+    return groups
 
 
 def run_on_ray(args):
     """`bench run --executor ray`: the local executor's checks, then every run's cells at once."""
     check_arguments(args)
+    check_executor(args)
     check_device_text(args.device)   # the GPUs are counted once Ray runs, below
     resolve_dtype(args.dtype)
     if args.shards < 1:
         raise BenchError(f"--shards must be at least 1, got {args.shards}")
     ray = import_ray()
-    plans = plan(args.preset, args.tasks, args.strategies, args.limit, args.seed)
-    tasks = make_tasks(",".join(p.task for p in plans), args.data, args.model)
-    parsed = [parse_specs(p.specs) for p in plans]
-    check_out_dir(args.out, [task.name for task in tasks])
-    loaded = [prepare(task, strategies, p, args.model) for task, strategies, p in zip(tasks, parsed, plans)]
+    loaded = load_tasks(args)
     start_ray(ray, args.ray_address)
     where = ray_placement(args, ray)
     driver = Driver(ray, args, where)
-    groups = []
-    for task, task_plan, strategies, (model, eval_sets) in zip(tasks, plans, parsed, loaded):
-        for seed in task_plan.seeds:
-            runs = []
-            for label, strategy in strategies:
-                config = {**run_config(task, model, eval_sets[seed], strategy, seed, task_plan.limit,
-                                       args.batch_size), **where.config()}
-                runs.append(Run(task, model, eval_sets[seed], strategy, label, seed, task_plan.limit, config,
-                                result_paths(args.out, config)))
-            groups.append(runs)
+    groups = task_groups(loaded, args, where)
     with driver.locks:
-        for runs in groups:
-            for run in runs:
-                driver.start(run)
-        for runs in groups:
-            run = runs[0]
-            on = "" if where.is_default else f" on {where.device} {where.dtype}"
-            for problem in run.task.problems():
-                print(f"skipped: {problem}", file=sys.stderr)
-            print(f"{run.task.name}: {inputs_line(run.task, run.eval_set)}, model {run.model.checkpoint_id}{on}, "
-                  f"seed {run.seed}; Ray executor, {sum(len(r.pending) for r in runs)} cells", file=sys.stderr)
-            results = [driver.finish(r) for r in runs]
-            print(f"\n{run.task.name} ({len(run.eval_set)} inputs, seed {run.seed}; 95% bootstrap CIs)")
-            print(render_text(results))
-            print_floor(run.task, results)
-            print(f"results in {args.out}/{run.task.name}/")
+        for _, ray_runs in groups:
+            for ray_run in ray_runs:
+                driver.start(ray_run)
+        for task_runs, ray_runs in groups:
+            cells = sum(len(r.pending) for r in ray_runs)
+            print_task_start(task_runs, where, f"; Ray executor, {cells} cells")
+            print_task_end(task_runs, [driver.finish(r) for r in ray_runs], args.out)
     return 0

@@ -74,10 +74,13 @@ class OrderTrainConfig:
     temperature: float = 1.0      # of the reveal probabilities; the networks learn their own scale
     eps: float = 1e-3             # every reveal probability lies in [eps, 1 - eps]
     init_sharpness: float = 4.0   # initial score a (1 - EB cost / gamma)
-    match_weight: float = 0.0     # objective reward: adds this times the share of positions decoded as x0 (dense shaping)
-    loglik_weight: float = 0.0    # objective reward: adds this times the mean log p(x0_n | x_t) at each reveal (dense shaping)
+    match_weight: float = 0.0     # objective reward: adds this times the share of positions decoded as x0
+                                  # (dense shaping)
+    loglik_weight: float = 0.0    # objective reward: adds this times the mean log p(x0_n | x_t) at each reveal
+                                  # (dense shaping)
     d_inner: int = 64             # width of the policy MLPs (0: a linear policy on the features alone)
-    init_gamma: float = 0.0       # the policies start as EB-Sampler with this gamma (0: the task's order_training init_gamma[T])
+    init_gamma: float = 0.0       # the policies start as EB-Sampler with this gamma
+                                  # (0: the task's order_training init_gamma[T])
     log_every: int = 10           # optimiser steps per point of the training curve
     n_eval: int = 0               # training examples set aside for the held-out measurements (0: task default)
     eval_every: int = 0           # steps between held-out measurements (0: ten per run)
@@ -257,7 +260,7 @@ def play(model, policy, start, start_masked, cfg, value_temperature, seed, mode=
     ``learned`` (PolicyRecorder); ``seed`` keys every random number (bench.streams), so a play is
     reproducible. ``values`` [B, N]: x0's value indices, for ``loglik``."""
     recorder = PolicyRecorder(policy, cfg, mode, len(start), values)
-    decoded = decode(model, start, start_masked, recorder, value_temperature, seed)
+    decoded = decode(model, start, start_masked, recorder, value_temperature, seed=seed)
     return Play(decoded.tokens, decoded.log_q, recorder.log_pi, decoded.passes, recorder.loglik)
 
 
@@ -323,7 +326,8 @@ class Trainer:
             decoded = play(self.model, self.prior, start, start_masked, cfg, self.task.temperature, 2 ** 40 + cfg.seed,
                            mode)
             if has_reward(self.task):
-                stats[f"reward_{mode}"] = self.task.order_reward(x0, decoded.tokens, decoded.log_q).float().mean().item()
+                reward = self.task.order_reward(x0, decoded.tokens, decoded.log_q).float()
+                stats[f"reward_{mode}"] = reward.mean().item()
             stats[f"passes_{mode}"] = decoded.passes.float().mean().item()
         if self.posterior is not None:
             from_q = self.rollout(held_out, "posterior")
@@ -340,9 +344,10 @@ class Trainer:
 
 def make_networks(d_hidden, cfg):
     """(P_psi, Q_phi or None), both starting as EB-Sampler with gamma = cfg.init_gamma."""
-    make = lambda posterior: OrderNet(PolicyConfig(d_hidden, cfg.d_inner, posterior, cfg.init_gamma,  # noqa: E731
-                                                   cfg.init_sharpness, cfg.eps))
-    return make(False), (make(True) if cfg.objective == "elbo" else None)
+    def order_net(posterior):
+        return OrderNet(PolicyConfig(d_hidden, cfg.d_inner, posterior, cfg.init_gamma, cfg.init_sharpness, cfg.eps))
+
+    return order_net(False), (order_net(True) if cfg.objective == "elbo" else None)
 
 
 def batches(n_train, cfg, generator):
@@ -361,7 +366,7 @@ def fit(trainer, data, held_out):
     opt = torch.optim.Adam(params, lr=cfg.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps))
     curve, evals, window = [], [dict(step=0, **trainer.measure(held_out))], []
-    log.info("step 0 held-out %s", fmt(evals[-1]))
+    log.info("step 0 held-out %s", stats_text(evals[-1]))
     scale = data[2].sum(1).float().mean()                      # per masked position, for a stable clip
     bar = tqdm(enumerate(batches(len(data[0]), cfg, trainer.generator)), total=cfg.steps, desc=f"order T={cfg.T}")
     for step, rows in bar:
@@ -375,15 +380,15 @@ def fit(trainer, data, held_out):
         if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
             curve.append({"step": step + 1, **{k: sum(w[k] for w in window) / len(window) for k in window[0]}})
             window = []
-            log.info("step %d train %s", step + 1, fmt(curve[-1]))
+            log.info("step %d train %s", step + 1, stats_text(curve[-1]))
             bar.set_postfix({k: f"{v:.3f}" for k, v in curve[-1].items() if k != "step"})
         if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
             evals.append(dict(step=step + 1, **trainer.measure(held_out)))
-            log.info("step %d held-out %s", step + 1, fmt(evals[-1]))
+            log.info("step %d held-out %s", step + 1, stats_text(evals[-1]))
     return curve, evals
 
 
-def fmt(stats):
+def stats_text(stats):
     return " ".join(f"{k} {v:.4f}" for k, v in stats.items() if k != "step")
 
 
@@ -421,7 +426,7 @@ def train_order(task, cfg, out=None, command=None):
             "train_examples": len(data[0]), "n_params": sum(count_params(n) for n in (prior, posterior) if n),
             "command": command or f"python -m bench train order --task {task.name} T={cfg.T}"}
     save_policy(path, prior.eval(), posterior and posterior.eval(), model.checkpoint_id, cfg.T, cfg.temperature, meta)
-    log.info("saved %s: held-out %s -> %s, %.0f s", path, fmt(evals[0]), fmt(evals[-1]), seconds)
+    log.info("saved %s: held-out %s -> %s, %.0f s", path, stats_text(evals[0]), stats_text(evals[-1]), seconds)
     return path
 
 
@@ -432,7 +437,8 @@ def train_order_command(task, settings, out):
     torch.set_num_threads(cfg.threads)
     path = out or task.weights_dir / file_name(cfg.T)
     setup_log(str(path).replace(".pt", ".log"))
-    words = ["python", "-m", "bench", "train", "order", "--task", task.name, *settings] + (["--out", str(out)] if out else [])
+    words = (["python", "-m", "bench", "train", "order", "--task", task.name, *settings]
+             + (["--out", str(out)] if out else []))
     log.info("command: %s", " ".join(words))
     path = train_order(task, cfg, path, " ".join(words))
     print(f"saved {path}")

@@ -36,7 +36,8 @@ def mi_command(args):
         from strategies.mi.labels import make_labels
         check_label_args(args)
         if where.dtype != "float32":   # one label folder per model and split: its chunks must not mix precisions
-            raise BenchError("bench mi labels makes exact-MI labels in float32 only; drop --dtype (it applies to mi eval)")
+            raise BenchError("bench mi labels makes exact-MI labels in float32 only; "
+                             "drop --dtype (it applies to mi eval)")
         folder = make_labels(task, place(task.load_model(), where), args.split, args.n, 0, where.device, args.probe)
         print(f"label set: {folder}")
     else:

@@ -1,7 +1,10 @@
 """The neural MI estimator: hidden states of the frozen model -> a symmetric N x N MI matrix.
 
 Each position gets query and key features from its hidden state, the model's probabilities
-of its values, its entropy and its mask flag. A pair's score is symmetric,  s_ij = sum_k w_k (q_i^k . k_j^k + q_j^k . k_i^k) / 2 + b,
+of its values, its entropy and its mask flag. A pair's score is symmetric,
+
+    s_ij = sum_k w_k (q_i^k . k_j^k + q_j^k . k_i^k) / 2 + b,
+
 and is read on the scale the loss uses, t = log1p(MI / SCALE) with SCALE = 0.01 nats:
 
     MI_hat[i, j] = min(SCALE * expm1(softplus(s_ij)), H_i, H_j) = min(exp(s_ij + log SCALE), H_i, H_j)
@@ -268,5 +271,8 @@ def save_estimator(path, network, model_id, meta):
 
 def load_estimator(path, model_id, task_name):
     """The estimator at ``path``, checked to belong to the model ``model_id``; one-line errors."""
-    build = lambda p: with_weights(MIEstimator(EstimatorConfig(**p["config"])), p["state_dict"])  # noqa: E731
-    return load_helper(Path(path), "MI estimator", f"python -m bench train mi --task {task_name}", model_id, build)[0]
+    def estimator_of(p):
+        return with_weights(MIEstimator(EstimatorConfig(**p["config"])), p["state_dict"])
+
+    return load_helper(Path(path), "MI estimator", f"python -m bench train mi --task {task_name}", model_id,
+                       estimator_of)[0]

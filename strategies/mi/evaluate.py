@@ -38,7 +38,8 @@ def split_report(task, model, network, split):
 
 
 def peer_shares(true, pred, masked, peers, top=0.01):
-    """Share of the task's structural peers (Sudoku: same row, column or box) among the top ``top`` share of pairs by exact / predicted MI."""
+    """Share of the task's structural peers (Sudoku: same row, column or box) among the top ``top``
+    share of pairs by exact / predicted MI."""
     both = masked[:, :, None] & masked[:, None, :] & torch.ones_like(peers).triu(1)
     is_peer = peers.expand_as(true)[both].numpy()
     shares = {"all_pairs": float(is_peer.mean())}

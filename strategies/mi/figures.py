@@ -93,7 +93,8 @@ def mi_table(payload):
                      f"| {m['mae']:.4f} | {pr[0]} | {pr[1]} |")
     lat = payload["latency"]
     lines.append(f"\nLatency on {lat['batch']} contexts ({lat['threads']} CPU threads): estimator "
-                 f"{lat['estimator_seconds'] * 1e3:.1f} ms, one model forward pass {lat['forward_seconds'] * 1e3:.1f} ms "
+                 f"{lat['estimator_seconds'] * 1e3:.1f} ms, "
+                 f"one model forward pass {lat['forward_seconds'] * 1e3:.1f} ms "
                  f"({100 * lat['estimator_share_of_forward']:.1f}%).")
     return "\n".join(lines) + "\n"
 

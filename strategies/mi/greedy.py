@@ -99,7 +99,8 @@ def greedy_select_ranked(masked, gamma, lam, reader):
     order = reader.order_np                                  # rank_masked(-entropy, masked)'s order
     in_order = reader.ranked_bound                           # the entropies in that order (0 past the masked)
     n_masked = masked.sum(1).numpy()
-    step, taken, count = np.zeros(batch, dtype=np.int64), np.zeros((batch, n), dtype=np.int64), np.zeros(batch, dtype=np.int64)
+    step, taken, count = (np.zeros(batch, dtype=np.int64), np.zeros((batch, n), dtype=np.int64),
+                          np.zeros(batch, dtype=np.int64))
     budget = np.full(batch, gamma, dtype=np.float32)
     picked, waits = np.zeros((batch, n), dtype=bool), np.full(batch, -1, dtype=np.int64)
     rows = np.arange(batch)

@@ -61,7 +61,8 @@ def default_size(task, split):
     """The task's size of a label set of ``split`` (its ``mi_label_sizes``); one-line error without."""
     MI_TASK.check(task, "MI labels")
     if split not in task.mi_label_sizes:
-        raise BenchError(f"task {task.name} names no MI label set size for split {split!r} (its mi_label_sizes); give --n")
+        raise BenchError(f"task {task.name} names no MI label set size for split {split!r} (its mi_label_sizes); "
+                         "give --n")
     return task.mi_label_sizes[split]
 
 

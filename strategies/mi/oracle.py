@@ -51,9 +51,14 @@ class MIOracle(Strategy):
         # read_ahead=False: probe the rows the rule has always probed (probe_passes stay comparable)
         if self.target == "directed":
             return greedy_select(state.entropy, state.masked, self.gamma, self.lam, probes.rows, read_ahead=False)
-        half = lambda rows, positions: 0.5 * probes.rows(rows, positions)  # noqa: E731
-        back = lambda rows, positions, chosen: 0.5 * (probes.rows(rows, positions) * chosen).sum(1)  # noqa: E731
-        return greedy_select(state.entropy, state.masked, self.gamma, self.lam, half, back, read_ahead=False)
+        def half_mi_row(rows, positions):
+            return 0.5 * probes.rows(rows, positions)
+
+        def half_mi_back(rows, positions, chosen):
+            return 0.5 * (probes.rows(rows, positions) * chosen).sum(1)
+
+        return greedy_select(state.entropy, state.masked, self.gamma, self.lam, half_mi_row, half_mi_back,
+                             read_ahead=False)
 
 
 class ProbedRows:

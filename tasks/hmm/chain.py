@@ -45,6 +45,10 @@ class HMM:
         return self.emit.shape[1]
 
 
+def float64_tensor(array):
+    return torch.tensor(array, dtype=torch.float64)
+
+
 def draw_hmm(seed, n_states=6, n_values=8, length=64, stay=0.97, emit_concentration=0.15):
     """Parameters drawn from ``seed``: sticky states (self-transition ``stay``, the rest spread by a
     Dirichlet(1)) and peaked emissions (Dirichlet(``emit_concentration``): each state puts most
@@ -57,8 +61,7 @@ def draw_hmm(seed, n_states=6, n_values=8, length=64, stay=0.97, emit_concentrat
     emit = rng.dirichlet(np.full(n_values, emit_concentration), size=n_states)
     emit = (emit + 1e-3) / (emit + 1e-3).sum(1, keepdims=True)   # no value impossible: log p stays finite
     init = np.full(n_states, 1.0 / n_states)
-    as_t = lambda a: torch.tensor(a, dtype=torch.float64)  # noqa: E731
-    return HMM(as_t(init), as_t(trans), as_t(emit), length)
+    return HMM(float64_tensor(init), float64_tensor(trans), float64_tensor(emit), length)
 
 
 def check_stochastic(name, array, ndim, path):
@@ -94,8 +97,8 @@ def load_hmm(path):
                          f"emit {arrays['emit'].shape} disagree; need [K], [K, K], [K, V]")
     if not isinstance(length, int) or isinstance(length, bool) or not 2 <= length <= 4096:
         raise BenchError(f"HMM file {path}: length must be an integer in [2, 4096], got {length!r}")
-    as_t = lambda a: torch.tensor(a, dtype=torch.float64)  # noqa: E731
-    return HMM(as_t(arrays["init"]), as_t(arrays["trans"]), as_t(arrays["emit"]), length)
+    return HMM(float64_tensor(arrays["init"]), float64_tensor(arrays["trans"]), float64_tensor(arrays["emit"]),
+               length)
 
 
 def sample(hmm, n, generator):

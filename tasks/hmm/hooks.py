@@ -29,8 +29,8 @@ def mi_contexts(hmm, model, split, n, generator):
         return tokens, block_masks(tokens.shape, generator)
     n_visited = n // 2
     starts = torch.zeros(max(8, n_visited // 8), hmm.length, dtype=torch.long)
-    tokens_v, masked_v = visited_states(model, starts, torch.ones_like(starts, dtype=torch.bool), n_visited, 1.0,
-                                        generator)
+    tokens_v, masked_v = visited_states(model, starts, torch.ones_like(starts, dtype=torch.bool), n_visited,
+                                        temperature=1.0, generator=generator)
     rest = tokens[:n - n_visited]
     masked_r = random_masks(torch.ones_like(rest, dtype=torch.bool), generator)
     return torch.cat([tokens_v, rest]), torch.cat([masked_v, masked_r])
@@ -45,7 +45,6 @@ def order_examples(hmm):
 
 def train_model(settings, out):
     """`bench train hmm_mdm KEY=VALUE...`: settings go to the model or the training config by name."""
-    from tasks.hmm.model import HMMModelConfig
-    from tasks.hmm.model import DEFAULT_MDM
+    from tasks.hmm.model import DEFAULT_MDM, HMMModelConfig
     from tasks.hmm.train import TrainConfig, train
-    train_and_log("hmm_mdm", (HMMModelConfig, TrainConfig), train, settings, out, DEFAULT_MDM)
+    train_and_log("hmm_mdm", (HMMModelConfig, TrainConfig), train, settings, out, default_weights=DEFAULT_MDM)

@@ -29,7 +29,7 @@ from bench.registry import register_task
 from bench.stats import difference_metric, mean_metric
 from tasks.hmm import chain
 from tasks.hmm.chain import DEFAULT_HMM, HMM_FILE_LIMIT
-from tasks.hmm.model import DEFAULT_MDM, ExactHMMModel, HMMMDM, HMMModelConfig, HMMTransformer
+from tasks.hmm.model import DEFAULT_MDM, HMMMDM, ExactHMMModel, HMMModelConfig, HMMTransformer
 
 HERE = Path(__file__).parent
 N_SEQUENCES = 1000
@@ -84,7 +84,8 @@ class HMMTask(Task):
 
     def data_summary(self):
         hmm = self.hmm
-        return f"every position masked; chain with {hmm.n_states} hidden states, {hmm.n_values} values, length {hmm.length}"
+        return (f"every position masked; chain with {hmm.n_states} hidden states, {hmm.n_values} values, "
+                f"length {hmm.length}")
 
     def records(self, tokens, passes, rows, eval_set):
         values = tokens - 1
@@ -95,7 +96,9 @@ class HMMTask(Task):
     def summarize(self, records):
         if "log_q" not in records[0]:
             raise BenchError(f"records of task {self.name} lack log_q (values must be sampled, temperature > 0)")
-        column = lambda key: np.array([r[key] for r in records], dtype=float)  # noqa: E731
+        def column(key):
+            return np.array([r[key] for r in records], dtype=float)
+
         log_q, log_p = column("log_q"), column("log_p")
         bits = 1 / (self.hmm.length * math.log(2))
         return [
@@ -136,8 +139,10 @@ class HMMMDMTask(HMMTask):
 
     def load_model(self):
         payload = load_payload(self.model_path, "HMM MDM", MDM_TRAIN_COMMAND)
-        build = lambda p: with_weights(HMMTransformer(HMMModelConfig(**p["config"])), p["state_dict"])  # noqa: E731
-        network = build_from_payload(payload, build, "HMM MDM", self.model_path, MDM_TRAIN_COMMAND)
+        def network_of(p):
+            return with_weights(HMMTransformer(HMMModelConfig(**p["config"])), p["state_dict"])
+
+        network = build_from_payload(payload, network_of, "HMM MDM", self.model_path, MDM_TRAIN_COMMAND)
         if (network.cfg.length, network.cfg.n_values) != (self.hmm.length, self.hmm.n_values):
             raise BenchError(f"model {self.model_path} was trained on length {network.cfg.length} with "
                              f"{network.cfg.n_values} values; the HMM file {self.data_path} has "

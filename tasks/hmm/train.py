@@ -88,7 +88,8 @@ def train(model_cfg, cfg, out):
         if step % 500 == 0 or step == cfg.steps - 1:
             log.info("step %d loss %.4f val %s (%.0f s)", step, loss.item(),
                      {k: round(v, 4) for k, v in validation_loss(network, hmm).items()}, time.perf_counter() - start)
-    meta = {"train": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__}, "seconds": round(time.perf_counter() - start),
+    meta = {"train": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__},
+            "seconds": round(time.perf_counter() - start),
             "validation_loss": validation_loss(network, hmm), "command": "python -m bench train hmm_mdm"}
     save_atomic(out, {"config": model_cfg.to_dict(), "state_dict": network.state_dict(), "meta": meta})
     log.info("saved %s: %s", out, meta)

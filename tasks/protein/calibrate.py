@@ -15,11 +15,12 @@ import sys
 
 import numpy as np
 
+from bench.stats import basic_interval, percentile_interval
 from tasks.protein import ladder as L
 from tasks.protein import split as S
 from tasks.protein.fasta import read_fasta
 
-SIZE, N_BOOT, SEED = 500, 1000, 7
+SIZE, CALIBRATION_BOOT, SEED = 500, 1000, 7
 
 
 def natural_pool():
@@ -32,7 +33,7 @@ def natural_pool():
 
 def calls(diff, replicates):
     """{interval: (worse, better)}: whether each 95% interval of ``diff`` excludes 0 on either side."""
-    percentile, basic = np.percentile(replicates, [2.5, 97.5]), L.interval(replicates, diff)
+    percentile, basic = percentile_interval(replicates), basic_interval(replicates, diff)
     return {"percentile": (percentile[0] > 0, percentile[1] < 0), "basic": (basic[0] > 0, basic[1] < 0)}
 
 
@@ -42,7 +43,7 @@ def draw(metric, pool, composition, rng):
     floor, other = [pool[i] for i in pick[:SIZE]], [pool[i] for i in pick[SIZE:]]
     sets = {"null": other, "substituted 10%": L.substitute(floor, 0.1, composition, rng),
             "substituted 30%": L.substitute(floor, 0.3, composition, rng)}
-    idx, full = rng.integers(0, SIZE, (N_BOOT, SIZE)), np.arange(SIZE)[None]
+    idx, full = rng.integers(0, SIZE, (CALIBRATION_BOOT, SIZE)), np.arange(SIZE)[None]
     base = metric.prepare(floor)
     out = {}
     for case, sequences in sets.items():

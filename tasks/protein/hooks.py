@@ -8,7 +8,8 @@ def train_model(settings, out):
     """`bench train protein KEY=VALUE...`: settings go to the model or the training config by name."""
     from tasks.protein.model import STAGE1_WEIGHTS
     from tasks.protein.train import ProteinModelConfig, ProteinTrainConfig, train
-    train_and_log("protein", (ProteinModelConfig, ProteinTrainConfig), train, settings, out, STAGE1_WEIGHTS)
+    train_and_log("protein", (ProteinModelConfig, ProteinTrainConfig), train, settings, out,
+                  default_weights=STAGE1_WEIGHTS)
 
 
 def build_unirep(args):

@@ -118,10 +118,12 @@ class UniRepJudge:
 
     @staticmethod
     def _cell(arrays, i):
-        get = lambda name: arrays[f"mlstm.{i}.{name}"]  # noqa: E731
-        return {"wx": _normalised(get("wx"), get("gx")), "wh": _normalised(get("wh"), get("gh")),
-                "wmx": _normalised(get("wmx"), get("gmx")), "wmh": _normalised(get("wmh"), get("gmh")),
-                "b": get("b")}
+        def array(name):
+            return arrays[f"mlstm.{i}.{name}"]
+
+        return {"wx": _normalised(array("wx"), array("gx")), "wh": _normalised(array("wh"), array("gh")),
+                "wmx": _normalised(array("wmx"), array("gmx")), "wmh": _normalised(array("wmh"), array("gmh")),
+                "b": array("b")}
 
     def _log_probs(self, sequences):
         """[B, L, 20] log-probabilities over the 20 amino acids, row t predicting residue t. The
@@ -177,7 +179,9 @@ def natural_sequence_check(sequences, seed=0):
     natural_nll, shuffled_nll = judge.residue_nll(sequences), judge.residue_nll(shuffled)
     counts = sum(composition_counts(s) for s in sequences).astype(float)
     composition = float(np.exp(-(counts * np.log(counts / counts.sum())).sum() / counts.sum()))
-    pooled = lambda nlls: float(np.exp(np.concatenate(nlls).mean()))  # noqa: E731
+    def pooled_perplexity(nlls):
+        return float(np.exp(np.concatenate(nlls).mean()))
+
     wins = np.mean([a.mean() < b.mean() for a, b in zip(natural_nll, shuffled_nll)])
-    return {"natural": pooled(natural_nll), "shuffled": pooled(shuffled_nll),
+    return {"natural": pooled_perplexity(natural_nll), "shuffled": pooled_perplexity(shuffled_nll),
             "composition_only": composition, "natural_beats_shuffled": float(wins)}

@@ -24,13 +24,14 @@ from scipy import sparse
 
 from bench.checkpoints import cache_dir
 from bench.errors import BenchError
-from tasks.protein.statistics import jsd_bits, kmer_counts, stat_w1
 from bench.results import cached_json, load_json, records_path, run_records
+from bench.stats import BOOT_SEED, basic_interval
 from tasks.protein import metrics as pm
 from tasks.protein.fasta import AMINO_ACIDS, read_fasta
 from tasks.protein.split import REFERENCE_A, REFERENCE_B
+from tasks.protein.statistics import jsd_bits, kmer_counts, stat_w1
 
-N_BOOT, BOOT_SEED, SEED = 1000, 12345, 0
+LADDER_BOOT, SEED = 1000, 0   # the ladder's joint resamples (fewer than bench.stats.N_BOOT)
 N_ARGMAX = 100            # argmax decoding is sequential: ~0.7 s a sequence on one core
 SUBSTITUTIONS = (0.1, 0.3, 1.0)
 VERSION = 1               # of the cached decoded sets: bump when how they are made changes
@@ -79,7 +80,8 @@ def decode_set(model, lengths, spec, temperature, seed=SEED):
     from tasks.protein.encoding import blank_batch, decode_sequences
     torch.set_num_threads(1)
     tokens, residue = blank_batch(lengths)
-    result = decode(model, tokens, residue, parse_strategy(spec), temperature, seed, torch.arange(len(lengths)))
+    result = decode(model, tokens, residue, parse_strategy(spec), temperature, seed=seed,
+                    index=torch.arange(len(lengths)))
     return decode_sequences(result.tokens, residue)
 
 
@@ -233,7 +235,9 @@ def panel_candidates(reference, with_judge):
 def candidate_metrics(reference, with_judge=True):
     """Every candidate definition, the headline first, then the panel as reported."""
     composition = kmer_counts(reference, AMINO_ACIDS, 1).sum(0)
-    per_seq_comp = lambda seqs: jsd_bits(kmer_counts(seqs, AMINO_ACIDS, 1), composition[None])  # noqa: E731
+    def composition_jsds(seqs):       # each sequence's composition JSD from the reference's
+        return jsd_bits(kmer_counts(seqs, AMINO_ACIDS, 1), composition[None])
+
     found = [
         ValueW1("window_jsd", f"headline: W1 of per-sequence {pm.WINDOW}-residue windowed composition JSD",
                 reference, lambda seqs: pm.window_values(seqs, composition)),
@@ -241,7 +245,7 @@ def candidate_metrics(reference, with_judge=True):
         PooledJSD("composition_jsd", "pooled amino-acid composition JSD", reference, 1),
         PooledJSD("dipeptide_jsd", "pooled dipeptide JSD", reference, 2),
         PooledJSD("kmer3_jsd", "pooled 3-mer JSD", reference, 3),
-        ValueW1("sequence_composition_w1", "W1 of per-sequence composition JSD", reference, per_seq_comp),
+        ValueW1("sequence_composition_w1", "W1 of per-sequence composition JSD", reference, composition_jsds),
         PositionJSD("position_jsd", f"per-position composition JSD, first {pm.POSITIONS} positions", reference),
         Mean("longest_run", "mean longest single-residue run", reference, each(pm.longest_run)),
         Mean("low_complexity_share", "share of residues in low-entropy windows", reference,
@@ -271,8 +275,7 @@ def interval(replicates, value):
     from the floor is biased downwards on resamples and its percentile interval is too (the
     floor's own percentile interval lies almost wholly above its value). The result files' CIs
     use the same interval (docs/protein_metrics.md gives its calibration)."""
-    low, high = np.percentile(replicates, [2.5, 97.5])
-    return float(2 * value - high), float(2 * value - low)
+    return basic_interval(replicates, value)
 
 
 def score(metric, sets, floor="floor"):
@@ -282,7 +285,7 @@ def score(metric, sets, floor="floor"):
     out, rng = {}, np.random.default_rng(BOOT_SEED)
     draws = {}
     for name, scored in prepared.items():
-        idx = draws.setdefault(scored.n, rng.integers(0, scored.n, (N_BOOT, scored.n)))
+        idx = draws.setdefault(scored.n, rng.integers(0, scored.n, (LADDER_BOOT, scored.n)))
         boots = scored.stat(idx)
         value = float(scored.stat(np.arange(scored.n)[None])[0])
         row = {"value": value, "ci": interval(boots, value), "n": scored.n}
@@ -297,7 +300,7 @@ def score(metric, sets, floor="floor"):
 def step(metric, sets, weaker, stronger):
     """Paired difference (stronger - weaker) of two degradations of the same sequences."""
     a, b = metric.prepare(sets[weaker]), metric.prepare(sets[stronger])
-    idx = np.random.default_rng(BOOT_SEED + 1).integers(0, a.n, (N_BOOT, a.n))
+    idx = np.random.default_rng(BOOT_SEED + 1).integers(0, a.n, (LADDER_BOOT, a.n))
     full = np.arange(a.n)[None]
     diff = float(b.stat(full)[0] - a.stat(full)[0])
     return diff, interval(b.stat(idx) - a.stat(idx), diff)
@@ -329,7 +332,7 @@ def ladder(sets, metrics):
 
 # --- the report ---------------------------------------------------------------------------------
 
-def fmt(x):
+def sig4(x):
     return f"{x:.4g}"
 
 
@@ -342,7 +345,7 @@ def ladder_markdown(results, metrics, sets):
         cells = []
         for n in names:
             row = rows[n]
-            cell = f"{fmt(row['value'])} [{fmt(row['ci'][0])}, {fmt(row['ci'][1])}]"
+            cell = f"{sig4(row['value'])} [{sig4(row['ci'][0])}, {sig4(row['ci'][1])}]"
             if n != "floor":
                 mark = "" if worse(metric, row["diff_ci"]) else " **x**"
                 cell += f"<br>Δ {row['diff']:+.3g} [{row['diff_ci'][0]:+.3g}, {row['diff_ci'][1]:+.3g}]{mark}"
@@ -380,8 +383,8 @@ def values_markdown(metrics, sets):
     lines = ["| set | n | " + " | ".join(m.name for m in metrics) + " |", "|---|---|" + "---|" * len(metrics)]
     rows = {m.name: score(m, sets, floor=None) for m in metrics}
     for name, seqs in sets.items():
-        cells = [f"{fmt(rows[m.name][name]['value'])} [{fmt(rows[m.name][name]['ci'][0])}, "
-                 f"{fmt(rows[m.name][name]['ci'][1])}]" for m in metrics]
+        cells = [f"{sig4(rows[m.name][name]['value'])} [{sig4(rows[m.name][name]['ci'][0])}, "
+                 f"{sig4(rows[m.name][name]['ci'][1])}]" for m in metrics]
         lines.append(f"| {name} | {len(seqs)} | " + " | ".join(cells) + " |")
     return "\n".join(lines), rows
 
@@ -408,7 +411,7 @@ def published_markdown(metrics, rows_t1, rows_t0):
             if set(values) != set(PUBLISHED) or any(v is None or v <= 0 for v in values.values()):
                 continue
             gap = sum(abs(np.log(values[s] / PUBLISHED[s])) for s in PUBLISHED)
-            lines.append(f"| {metric.name} | {temperature} | " + " | ".join(fmt(values[s]) for s in PUBLISHED)
+            lines.append(f"| {metric.name} | {temperature} | " + " | ".join(sig4(values[s]) for s in PUBLISHED)
                          + f" | {values['topk:k=12'] / values['sequential']:.2f} | {gap:.2f} |")
             best = min(best or (np.inf, ""), (gap, f"{metric.name} at temperature {temperature}"))
     return "\n".join(lines), best
@@ -453,7 +456,7 @@ Generated by `python -m tasks.protein.ladder` (tasks/protein/ladder.py); definit
 [docs/protein_metrics.md](../docs/protein_metrics.md). Every set is scored against the reference
 (reference_a, 500 sequences). Cells: value [95% basic bootstrap CI over the set's sequences, the
 reference held fixed]; under it Δ, the paired difference from the floor (the floor's first n
-sequences when the set is smaller) with its 95% CI ({N_BOOT} joint resamples). **x**: not worse
+sequences when the set is smaller) with its 95% CI ({LADDER_BOOT} joint resamples). **x**: not worse
 than the floor beyond the CI. A metric passes when no cell has **x** and each substitution
 step is worse beyond its CI (second table).
 

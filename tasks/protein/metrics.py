@@ -14,8 +14,8 @@ import numpy as np
 from scipy import sparse
 
 from bench.checkpoints import cached_arrays
-from tasks.protein.statistics import jsd_bits, stat_w1, window_jsd
 from tasks.protein.fasta import AMINO_ACIDS
+from tasks.protein.statistics import jsd_bits, stat_w1, window_jsd
 
 INDEX = {aa: i for i, aa in enumerate(AMINO_ACIDS)}
 LETTER_CODES = np.full(256, -1, dtype=np.int64)                    # byte -> amino-acid index, -1 elsewhere
@@ -104,13 +104,13 @@ def kmer_matrix(sequences, k=IDENTITY_K):
         bad = sorted({c for s in sequences for c in s} - set(INDEX))
         raise KeyError(f"not an amino-acid letter: {''.join(bad)!r}")
     count = max(len(letters) - k + 1, 0)
-    codes = sum(letters[j:j + count] * 20 ** j for j in range(k))                       # [count] every window
-    starts = np.cumsum(lengths) - lengths                                                # each sequence's first letter
+    codes = sum(letters[j:j + count] * 20 ** j for j in range(k))                # [count] every window
+    starts = np.cumsum(lengths) - lengths                                        # each sequence's first letter
     row = np.repeat(np.arange(len(sequences)), lengths)[:count]
-    inside = np.arange(count) + k <= (starts + lengths)[row]                             # the window ends in its sequence
-    keys = np.sort(row[inside] * 20 ** k + codes[inside])                                # by row, then code
-    keys = keys[np.append(True, keys[1:] != keys[:-1])[:len(keys)]]                      # distinct (np.unique hashes: slower)
-    indptr = np.searchsorted(keys // 20 ** k, np.arange(len(sequences) + 1))             # keys are sorted by row
+    inside = np.arange(count) + k <= (starts + lengths)[row]                     # the window ends in its sequence
+    keys = np.sort(row[inside] * 20 ** k + codes[inside])                        # by row, then code
+    keys = keys[np.append(True, keys[1:] != keys[:-1])[:len(keys)]]              # distinct (np.unique hashes: slower)
+    indptr = np.searchsorted(keys // 20 ** k, np.arange(len(sequences) + 1))     # keys are sorted by row
     return sparse.csr_matrix((np.ones(len(keys)), keys % 20 ** k, indptr), shape=(len(sequences), 20 ** k))
 
 

@@ -43,7 +43,7 @@ def contexts(model, split, n, generator):
     n_visited = n // 2
     lengths = [len(sequences[i]) for i in order[:max(8, n_visited // 16)]]
     tokens_b, residue_b = padded(*blank_batch(lengths))
-    tokens_v, masked_v = visited_states(model, tokens_b, residue_b, n_visited, 1.0, generator)
+    tokens_v, masked_v = visited_states(model, tokens_b, residue_b, n_visited, temperature=1.0, generator=generator)
     tokens_r, residue_r = padded(*encode([sequences[i] for i in order[n_visited:n]]))
     masked_r = random_masks(residue_r, generator)
     return torch.cat([tokens_v, tokens_r]), torch.cat([masked_v, masked_r])

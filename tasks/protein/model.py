@@ -34,7 +34,8 @@ PUBLISHED = {
 # ESM-C's token ids (its sequence vocabulary in esm 3.2.1), written out so that importing the task
 # does not import esm (even for a Sudoku run); ``check_token_ids`` checks them against esm's vocabulary.
 MASK_ID, PAD_ID, BOS_ID, EOS_ID = 32, 1, 0, 2
-AA_IDS = torch.tensor([5, 23, 13, 9, 18, 6, 21, 12, 15, 4, 20, 17, 14, 16, 10, 8, 11, 7, 22, 19])  # [20] ESM ids of ACDEF...
+# [20] ESM ids of ACDEF...
+AA_IDS = torch.tensor([5, 23, 13, 9, 18, 6, 21, 12, 15, 4, 20, 17, 14, 16, 10, 8, 11, 7, 22, 19])
 
 
 def check_token_ids(vocabulary):

@@ -54,9 +54,13 @@ def make_split(seed=SPLIT_SEED):
     sequence_of = dict(zip(source.names, source.sequences))
     clusters = read_clusters()
     held, kept = held_out_representatives(clusters, seed)
-    members = lambda group: [(m, sequence_of[m]) for rep in group for m in clusters[rep]]  # noqa: E731
-    as_pairs = lambda group: [(rep, sequence_of[rep]) for rep in group]  # noqa: E731
-    return Split(train=members(kept), validation=members(held[2 * REFERENCE_SIZE:]),
-                 reference_a=as_pairs(held[:REFERENCE_SIZE]),
-                 reference_b=as_pairs(held[REFERENCE_SIZE:2 * REFERENCE_SIZE]))
+    def member_pairs(group):          # (name, sequence) of every member of the group's clusters
+        return [(m, sequence_of[m]) for rep in group for m in clusters[rep]]
+
+    def representative_pairs(group):  # (name, sequence) of the group's representatives only
+        return [(rep, sequence_of[rep]) for rep in group]
+
+    return Split(train=member_pairs(kept), validation=member_pairs(held[2 * REFERENCE_SIZE:]),
+                 reference_a=representative_pairs(held[:REFERENCE_SIZE]),
+                 reference_b=representative_pairs(held[REFERENCE_SIZE:2 * REFERENCE_SIZE]))
 

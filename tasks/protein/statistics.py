@@ -74,7 +74,8 @@ def window_jsd(strings, alphabet, window, reference):
 
 def pooled_kmer_columns(recipe, fields):
     """(columns, fixed arguments) of ``pooled_jsd``: each string's k-mer counts; the reference."""
-    return [kmer_counts(fields[0], recipe["alphabet"], recipe["k"])], {"reference": np.asarray(recipe["reference"], float)}
+    return ([kmer_counts(fields[0], recipe["alphabet"], recipe["k"])],
+            {"reference": np.asarray(recipe["reference"], float)})
 
 
 def window_columns(recipe, fields):

@@ -21,8 +21,15 @@ from tasks.protein import statistics as statistics_module
 from tasks.protein.encoding import blank_batch, decode_sequences
 from tasks.protein.fasta import AMINO_ACIDS, read_fasta
 from tasks.protein.judge import UniRepJudge, weights_path
-from tasks.protein.metrics import (WINDOW, composition_counts, js_divergence, longest_run, low_complexity_share,
-                                   value_w1, window_values)
+from tasks.protein.metrics import (
+    WINDOW,
+    composition_counts,
+    js_divergence,
+    longest_run,
+    low_complexity_share,
+    value_w1,
+    window_values,
+)
 from tasks.protein.model import DEFAULT_WEIGHTS, PUBLISHED, load_protein_model
 from tasks.protein.split import REFERENCE_A, REFERENCE_B
 
@@ -140,7 +147,8 @@ class ProteinTask(Task):
         return hooks.order_examples()
 
 
-FLOOR_CODE = (__file__, metrics_module.__file__, judge_module.__file__, bench.stats.__file__, statistics_module.__file__)
+FLOOR_CODE = (__file__, metrics_module.__file__, judge_module.__file__, bench.stats.__file__,
+              statistics_module.__file__)
 
 
 def floor_key(sample, reference):

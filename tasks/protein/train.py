@@ -20,12 +20,12 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from bench.checkpoints import file_id
+from bench.contexts import random_masks
 from bench.device import selected
 from bench.errors import BenchError
 from bench.files import MissingFile
 from tasks.protein.encoding import encode
-from tasks.protein.model import (AA_IDS, STAGE1_WEIGHTS, MASK_ID, build_esmc, load_protein_model,
-                                 save_protein_checkpoint)
+from tasks.protein.model import AA_IDS, MASK_ID, STAGE1_WEIGHTS, build_esmc, load_protein_model, save_protein_checkpoint
 from tasks.protein.split import make_split
 
 log = logging.getLogger("train.protein")
@@ -62,15 +62,6 @@ def masked_loss(network, tokens, residue, masked):
         logits = network(tokens.masked_fill(masked, MASK_ID))[0][..., AA_IDS.to(device)]
     targets = (tokens[masked][:, None] == AA_IDS.to(device)).float().argmax(1)
     return F.cross_entropy(logits[masked].float(), targets)
-
-
-def random_masks(residue, generator):
-    rate = torch.rand(residue.shape[0], 1, generator=generator)
-    masked = residue & (torch.rand(residue.shape, generator=generator) < rate)
-    first = residue.float().argmax(1)
-    empty = ~masked.any(1)
-    masked[empty, first[empty]] = True
-    return masked
 
 
 @torch.no_grad()
@@ -144,15 +135,17 @@ def train(model_cfg, cfg, out_path=STAGE1_WEIGHTS):
     network = starting_network(model_cfg, cfg.init).train().to(selected().device)   # --device of `bench train`
     optimizer = torch.optim.AdamW(network.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     history, start = [], time.time()
-    meta = lambda done: {"train": asdict(cfg), "history": history, "finished": done,  # noqa: E731
-                         "train_minutes": (time.time() - start) / 60, "n_train": sum(map(len, pools)),
-                         "init_id": file_id(cfg.init) if cfg.init else None}
+    def meta(done):                   # the checkpoint's meta, history so far included
+        return {"train": asdict(cfg), "history": history, "finished": done,
+                "train_minutes": (time.time() - start) / 60, "n_train": sum(map(len, pools)),
+                "init_id": file_id(cfg.init) if cfg.init else None}
+
     for step in tqdm(range(cfg.steps), desc="train protein", unit="step"):
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, cfg)
         sequences, has_start, has_end = zip(*draw_batch(pools, cfg.batch_size, generator))
         tokens, residue = encode(list(sequences), list(has_start), list(has_end))
-        loss = masked_loss(network, tokens, residue, random_masks(residue, generator))
+        loss = masked_loss(network, tokens, residue, random_masks(residue, generator, low=0.0))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(network.parameters(), 1.0)

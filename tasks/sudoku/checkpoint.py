@@ -44,6 +44,8 @@ class SudokuModel(NetworkModel):
 def load_sudoku_model(path=DEFAULT_WEIGHTS):
     """Load a checkpoint written by ``save_checkpoint``; one-line errors when absent or corrupt."""
     payload = load_payload(path, "Sudoku model", TRAIN_COMMAND)
-    build = lambda p: with_weights(SudokuMDM(SudokuModelConfig(**p["config"])), p["state_dict"])  # noqa: E731
-    network = build_from_payload(payload, build, "Sudoku model", path, TRAIN_COMMAND)
+    def network_of(p):
+        return with_weights(SudokuMDM(SudokuModelConfig(**p["config"])), p["state_dict"])
+
+    network = build_from_payload(payload, network_of, "Sudoku model", path, TRAIN_COMMAND)
     return SudokuModel(network, file_id(path), payload.get("meta"))

@@ -9,7 +9,7 @@ def train_model(settings, out):
     from tasks.sudoku.checkpoint import DEFAULT_WEIGHTS
     from tasks.sudoku.model import SudokuModelConfig
     from tasks.sudoku.train import TrainConfig, train
-    train_and_log("sudoku", (SudokuModelConfig, TrainConfig), train, settings, out, DEFAULT_WEIGHTS)
+    train_and_log("sudoku", (SudokuModelConfig, TrainConfig), train, settings, out, default_weights=DEFAULT_WEIGHTS)
 
 
 def build_data(args):

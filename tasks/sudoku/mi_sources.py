@@ -34,7 +34,7 @@ def contexts(model, split, n, generator):
     n_visited = n // 2
     rows = torch.randperm(len(puzzles), generator=generator)
     starts = torch.as_tensor(puzzles[rows[:max(8, n_visited // 8)]], dtype=torch.long)
-    tokens_v, masked_v = visited_states(model, starts, starts == 0, n_visited, 0.0, generator)
+    tokens_v, masked_v = visited_states(model, starts, starts == 0, n_visited, temperature=0.0, generator=generator)
     grids = torch.as_tensor(solutions[rows[torch.arange(n - n_visited) % len(rows)]], dtype=torch.long)
     masked_r = random_masks(torch.ones_like(grids, dtype=torch.bool), generator)
     return torch.cat([tokens_v, grids]), torch.cat([masked_v, masked_r])

@@ -14,7 +14,6 @@ from tasks.sudoku.data import NOTE_ROWS, TEST_SET, check_solutions, data_id, not
 from tasks.sudoku.generate import grid_string
 from tasks.sudoku.solver import breaks_rules, search_nodes, solution_near
 
-
 DIFFICULTY = ("easy", "medium", "hard")   # thirds of a run's puzzles by backtracking search nodes
 
 
@@ -89,7 +88,9 @@ class SudokuTask(Task):
         return out
 
     def summarize(self, records):
-        column = lambda key: np.array([r[key] for r in records], dtype=float)  # noqa: E731
+        def column(key):
+            return np.array([r[key] for r in records], dtype=float)
+
         return [
             mean_metric("exact_accuracy", column("exact"), True, "exact-board accuracy", field="exact"),
             ratio_metric("cell_accuracy", column("blanks_right"), column("blanks"), True,

@@ -9,7 +9,7 @@ import json
 import logging
 import math
 import time
-from dataclasses import dataclass, asdict
+from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn.functional as F

@@ -2,8 +2,6 @@
 from dataclasses import dataclass
 from typing import ClassVar
 
-import torch
-
 from bench.core import Strategy
 from bench.registry import register_strategy
 

@@ -58,6 +58,8 @@ class ToyTask(Task):
                 for v, n, row in zip(values, passes.tolist(), rows.tolist())]
 
     def summarize(self, records):
-        column = lambda key: np.array([r[key] for r in records], dtype=float)  # noqa: E731
+        def column(key):
+            return np.array([r[key] for r in records], dtype=float)
+
         return [mean_metric("exact_match", column("exact"), True, "sequences entirely right", field="exact"),
                 mean_metric("passes", column("passes"), False, "forward passes per sequence", field="passes")]

@@ -1,0 +1,20 @@
+"""`bench report`: figures and tables from result files only."""
+from bench.registry import register_command
+
+DEFAULT_RESULTS = "results"
+
+
+def add_arguments(parser):
+    parser.add_argument("--results", default=DEFAULT_RESULTS, help=f"results folder (default: {DEFAULT_RESULTS})")
+    parser.add_argument("--out", help="figures folder, a folder you can write (default: beside the results: "
+                                      "reports/ for the committed results/, DIR/reports for --results DIR)")
+    parser.add_argument("--docs", help="folder whose .md files get their report tables rewritten between "
+                                       "markers (default: the checkout when the committed results/ write the "
+                                       "committed reports/, else none)")
+
+
+@register_command("report", "Pareto plots and tables from result files only", add_arguments)
+def report(args):
+    from bench.report import default_docs, report, report_folder
+    out = report_folder(args.results, args.out)
+    report(args.results, out, args.docs if args.docs is not None else default_docs(args.results, out))

@@ -1,0 +1,333 @@
+"""One run cell: a strategy on one task's inputs at one seed (``Run``), decoded in batches into a
+resumable partial file, or found complete and verified; the lines every executor prints for it.
+
+A run found complete is checked against its records (count and checksum) and a few of its inputs
+are decoded again and must reproduce the stored records (``--verify``, bench.run.verify): every
+input draws its random numbers from its own stream (bench.streams), so results do not depend on
+how the inputs are batched or sharded. A lock per run cell makes a second process running the
+same cell wait, then find it complete.
+"""
+import contextlib
+import fcntl
+import functools
+import re
+import shlex
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from bench.core import Task
+from bench.decode import decode
+from bench.device import Placement, model_placement
+from bench.provenance import provenance
+from bench.registry import canonical
+from bench.results import (
+    SCHEMA_VERSION,
+    append_batch,
+    check_records,
+    load_json,
+    read_batches,
+    records_text,
+    run_id,
+    summary_problem,
+    text_digest,
+    to_json,
+    write_batches,
+    write_text_atomic,
+)
+from bench.run import DEFAULT_BATCH_SIZE, DEFAULT_OUT
+from bench.stats import mean_metric
+from bench.table import render_text
+
+
+@dataclass
+class Run:
+    """One run cell: ``strategy`` (named ``label`` on the command line) on ``eval_set`` of ``task``
+    at ``seed``, decoded ``batch_size`` inputs at a time into ``out``. ``verify``: inputs decoded
+    again when it is found complete; ``command``: the `bench run` words (without --strategies)
+    that remake it (default: its task, seed, limit, batch size and --out); ``cells_on``: where
+    its cells run when that is not where ``model`` is (the Ray driver's model stays on the CPU)."""
+    task: Task
+    model: object
+    eval_set: object
+    strategy: object
+    label: str
+    seed: int
+    limit: int | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+    out: str = DEFAULT_OUT
+    verify: int = 0
+    command: list | None = None
+    cells_on: Placement | None = None
+
+    @functools.cached_property
+    def config(self):
+        """Its identity (``run_config``), once its strategy is bound (helpers are part of it)."""
+        return run_config(self)
+
+    @property
+    def paths(self):
+        """(summary .json, records .jsonl, in-progress .partial.jsonl)."""
+        return result_paths(self.out, self.config)
+
+    def batch_rows(self):
+        """The eval-set rows of each of its batches."""
+        n, size = len(self.eval_set), self.config["batch_size"]
+        return [torch.arange(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+@dataclass
+class TaskRuns:
+    """The runs of one task and seed in one `bench run`: its model, inputs and (label, strategy)s."""
+    task: Task
+    model: object
+    eval_set: object
+    strategies: list
+    seed: int
+    limit: int | None
+
+    def runs(self, args, cells_on=None):
+        """A Run per strategy, with the command line's batch size, --out and --verify."""
+        return [Run(self.task, self.model, self.eval_set, strategy, label, self.seed, self.limit,
+                    batch_size=args.batch_size, out=args.out, verify=args.verify, cells_on=cells_on)
+                for label, strategy in self.strategies]
+
+
+def run_config(run):
+    """Everything that determines a run's numbers (its identity). A model given as an import spec
+    is named by it; a device and dtype other than cpu/float32 are recorded (``bench.device``)."""
+    task, strategy = run.task, run.strategy
+    options = task.config()
+    if getattr(task, "model_spec", None):   # --model package.module:factory
+        options = {**options, "model": task.model_spec}
+    config = {"task": task.name, "task_options": options, "strategy_spec": canonical(strategy),
+              "strategy_params": asdict(strategy), "seed": run.seed, "limit": run.limit,
+              "batch_size": run.batch_size, "data_id": run.eval_set.data_id, "model_id": run.model.checkpoint_id,
+              "temperature": task.temperature, **model_placement(run.model).config()}
+    if strategy.helper_ids():  # trained helpers (an MI estimator) are part of the identity
+        config["helper_ids"] = strategy.helper_ids()
+    if run.cells_on is not None:
+        config.update(run.cells_on.config())
+    return config
+
+
+def result_paths(out_dir, config):
+    """(summary .json, records .jsonl, in-progress .partial.jsonl) of a run."""
+    digest = run_id(config)[:10]
+    slug = re.sub(r"[^A-Za-z0-9.]+", "_", config["strategy_spec"]).strip("_")
+    stem = str(Path(out_dir) / config["task"] / f"{slug}-seed{config['seed']}-{digest}")
+    return Path(stem + ".json"), Path(stem + ".jsonl"), Path(stem + ".partial.jsonl")  # slugs may hold dots
+
+
+# --- decoding -----------------------------------------------------------------------------------
+
+def decode_rows(run, rows):
+    """(records of eval-set ``rows`` decoded together, the batch's seconds): the one path by which
+    runs decode and by which their checks decode again. Each input draws from its own random
+    stream, keyed by the run's seed and its eval-set index (bench.streams), so its record does not
+    depend on the rows decoded with it: not on the batch size, nor on the shard."""
+    task, eval_set, strategy = run.task, run.eval_set, run.strategy
+    result = decode(run.model, eval_set.tokens[rows], eval_set.masked[rows], strategy,
+                    task.temperature, seed=run.seed, index=rows)
+    records = task.records(result.tokens, result.passes, rows, eval_set)
+    if strategy.aux_passes_metric:
+        for record, aux in zip(records, result.aux_passes.tolist()):
+            record[strategy.aux_passes_metric] = aux
+    if task.temperature > 0:  # sampled values: log q of each sample (an exact task's KL reads it)
+        for record, log_q in zip(records, result.log_q.tolist()):
+            record["log_q"] = round(log_q, 6)
+    return records, result.seconds
+
+
+def completed_batches(run, partial_path):
+    """({batch number: records} of the run's finished batches in ``partial_path``). Lines that
+    are not (another run's, edited, cut by a kill) are named on stderr and dropped: the partial
+    file is rewritten to hold just the kept batches, so appends start on a clean line."""
+    rows = [r.tolist() for r in run.batch_rows()]
+    batches, discarded = read_batches(partial_path, run_id(run.config), rows)
+    for line in discarded:
+        print(f"  {line}", file=sys.stderr)
+    if discarded:
+        write_batches(partial_path, run_id(run.config), batches)
+    return batches
+
+
+def decode_batches(run, partial_path, batches=None):
+    """Decode every batch not yet in ``partial_path`` (of ``batches``, batch numbers; None: all),
+    appending each as it finishes. A shard of a run (bench.run.ray_executor) is some batches."""
+    batch_rows = run.batch_rows()
+    done = completed_batches(run, partial_path)
+    todo = [b for b in range(len(batch_rows)) if b not in done and (batches is None or b in batches)]
+    for batch in tqdm(todo, desc=f"{run.task.name} {run.label}", unit="batch", leave=False):
+        new, seconds = decode_rows(run, batch_rows[batch])
+        for record in new:
+            record.update(batch=batch, batch_seconds=seconds)
+        append_batch(partial_path, run_id(run.config), batch, new)
+        done[batch] = new
+    return sorted((r for records in done.values() for r in records), key=lambda r: r["index"])
+
+
+def aux_pass_metrics(records, strategy=None):
+    """Passes a strategy spent besides decoding (an oracle's probing), reported apart: the record
+    field its ``aux_passes_metric`` names (without a strategy: any field ``*_passes`` besides
+    ``passes``, as `bench rescore` finds them in stored records)."""
+    if not records:
+        return []
+    names = ([strategy.aux_passes_metric] if strategy is not None and strategy.aux_passes_metric else
+             [] if strategy is not None else sorted(k for k in records[0] if k.endswith("_passes")))
+    return [mean_metric(name, [r[name] for r in records], False,
+                        "passes per sample spent besides decoding (not decoding passes)", field=name)
+            for name in names if name in records[0]]
+
+
+def summarize(run, records, model):
+    """The summary of ``run`` from its ``records``; ``model`` is what it names as the run's model."""
+    task, config = run.task, run.config
+    seconds = sum({r["batch"]: r["batch_seconds"] for r in records}.values())
+    floor = task.floor()
+    return {"schema_version": SCHEMA_VERSION, "task": task.name, "strategy": config["strategy_spec"].split(":")[0],
+            "label": run.label, "config": config, "headline": task.headline,
+            "model": {"id": model.checkpoint_id, "path": config["task_options"].get("model"),
+                      "n_params": model.n_params},
+            "device": model_placement(model).describe(),
+            "metrics": task.summarize(records) + aux_pass_metrics(records, run.strategy),
+            "n_samples": len(records), "wall_seconds": seconds, "extra_figures": list(task.extra_figures),
+            "floor": floor, "floor_label": task.floor_label() if floor is not None else None,
+            "provenance": provenance()}
+
+
+def decode_run(run, model=None):
+    """Decode a run (resuming its partial file) and write its records and summary; the summary
+    holds the record count and the records' checksum. ``model``: what the summary names as the
+    run's model (default ``run.model``; the Ray driver names the cells' placement)."""
+    summary_path, records_path, partial_path = run.paths
+    records = decode_batches(run, partial_path)
+    text = records_text(records)
+    summary = summarize(run, records, model or run.model)
+    summary.update(records_file=records_path.name, records_sha256=text_digest(text))
+    summary_text = to_json(summary, indent=1)  # a NaN fails here, before anything is written
+    write_text_atomic(records_path, text)
+    write_text_atomic(summary_path, summary_text)
+    partial_path.unlink(missing_ok=True)
+    return summary
+
+
+# --- runs found complete: integrity and locking -------------------------------------------------
+
+def complete_run(run, say=True):
+    """(summary, records) of a finished run whose records match its summary, else None. A summary
+    that is unreadable, or whose records file is missing, short or altered, is named (``say``)
+    and its run redone."""
+    summary_path, records_path, _ = run.paths
+    if not summary_path.exists():
+        return None
+    summary, problem = load_json(summary_path)
+    problem = problem or summary_problem(summary)
+    if problem is None and summary["config"] != run.config:
+        problem = "its config is not this run's"
+    if problem is None:
+        records, problem = check_records(summary, records_path)
+        if problem is None:
+            return summary, records
+    if say:
+        print(f"  {run.label}: {summary_path} is incomplete ({problem}); running it again", file=sys.stderr)
+    return None
+
+
+@contextlib.contextmanager
+def cell_lock(run):
+    """Hold the lock of one run cell (a .lock file beside its summary) while deciding whether to
+    decode it and decoding it: a second process running the same cell waits here, then finds it
+    complete. The kernel drops the lock of a killed process. The file goes once the cell is
+    complete (later processes then find it complete without locking), and when the cell stops
+    on an error (finished batches stay in the partial file; nothing else is left behind)."""
+    summary_path = run.paths[0]
+    path = summary_path.with_name(summary_path.name.removesuffix(".json") + ".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)   # the --out check leaves no folders behind
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"  {run.label}: another process is running it; waiting for it to finish", file=sys.stderr)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)
+
+
+def find_or_lock(run, locks):
+    """(summary, records) of ``run`` when it is complete; else None, with its lock held in ``locks``
+    (a contextlib.ExitStack) until that closes: the cell is then this process's to decode."""
+    found = complete_run(run)
+    if found is None:
+        locks.enter_context(cell_lock(run))
+        found = complete_run(run, say=False)  # another process may have made it while we waited
+    return found
+
+
+def remake_command(run):
+    """The shell command that deletes a run's files and decodes it again."""
+    summary_path, records_path, _ = run.paths
+    return (f"rm {shlex.quote(str(summary_path))} {shlex.quote(str(records_path))} && "
+            f"{shlex.join([*(run.command or command_line(run)), '--strategies', canonical(run.strategy)])}")
+
+
+def command_line(run, data=None, model=None, where=None):
+    """`bench run` arguments (without --strategies) that remake ``run`` (on ``where``)."""
+    task = run.task
+    words = ["python", "-m", "bench", "run", "--tasks", task.name, "--seed", str(run.seed)]
+    if task.temperature != type(task).temperature:   # set by --temperature
+        words += ["--temperature", f"{task.temperature:g}"]
+    for flag, value in (("--limit", run.limit), ("--data", data), ("--model", model)):
+        words += [flag, str(value)] if value is not None else []
+    if run.batch_size != DEFAULT_BATCH_SIZE:
+        words += ["--batch-size", str(run.batch_size)]
+    return words + (where.words() if where else []) + ["--out", str(run.out)]
+
+
+# --- what every executor prints -----------------------------------------------------------------
+
+def print_complete(run, note):
+    """The line of a run found complete, with its verification's ``note``."""
+    print(f"  {run.label}: complete already ({run.paths[0]}); {note}", file=sys.stderr)
+
+
+def inputs_line(task, eval_set):
+    """'1000 inputs', with what the task says about its data (hook ``data_summary``)."""
+    about = task.data_summary()
+    return f"{len(eval_set)} inputs" + (f" ({about})" if about else "")
+
+
+def print_task_start(task_runs, where, extra=""):
+    """What is skipped, then the line that opens the runs of ``task_runs`` (a TaskRuns) on ``where``."""
+    task = task_runs.task
+    for problem in task.problems():
+        print(f"skipped: {problem}", file=sys.stderr)
+    on = "" if where.is_default else f" on {where.device} {where.dtype}"
+    print(f"{task.name}: {inputs_line(task, task_runs.eval_set)}, model {task_runs.model.checkpoint_id}{on}, "
+          f"seed {task_runs.seed}{extra}", file=sys.stderr)
+
+
+def print_floor(task, results):
+    """The noise-floor line. A floor stored with the results under the same label is used (the
+    floor may take a minute to compute, the judge's); a task with floors says when there is none."""
+    label = task.floor_label()
+    stored = [r["floor"] for r in results if r.get("floor") and r.get("floor_label", Task.floor_label(task)) == label]
+    floor = stored[0] if stored else task.floor()
+    if floor is not None:
+        print(f"floor ({label}): " + ", ".join(f"{m['name']} {m['value']:.4f}" for m in floor))
+    elif type(task).floor is not Task.floor:
+        print(f"floor: {label}")
+
+
+def print_task_end(task_runs, results, out):
+    """The table of the ``results`` of ``task_runs``, its floor and the folder they are in."""
+    task = task_runs.task
+    print(f"\n{task.name} ({len(task_runs.eval_set)} inputs, seed {task_runs.seed}; 95% bootstrap CIs)")
+    print(render_text(results))
+    print_floor(task, results)
+    print(f"results in {out}/{task.name}/")

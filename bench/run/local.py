@@ -1,0 +1,89 @@
+"""`bench run` (``--executor local``): every check before any decoding (bench.run.checks), then each
+task's runs decoded in this process, one run cell (bench.run.cell) after another. Each task's
+plan (bench.run.plan) is printed before its runs, and the time planned against the time taken after.
+"""
+import contextlib
+import sys
+import time
+
+from bench.device import model_placement, placement
+from bench.presets import plan
+from bench.run.cell import (
+    TaskRuns,
+    command_line,
+    decode_run,
+    find_or_lock,
+    print_complete,
+    print_task_end,
+    print_task_start,
+)
+from bench.run.checks import (
+    check_arguments,
+    check_executor,
+    check_out_dir,
+    make_tasks,
+    parse_specs,
+    prepare,
+    set_temperature,
+)
+from bench.run.plan import minutes, plan_task, print_plan
+from bench.run.verify import draws_randomly, verify_run
+
+
+def load_tasks(args, where=None):
+    """(task, its plan, its (label, strategy)s, its model, {seed: inputs}) of every task of the
+    command, after every check (specs, --out, data, models, helpers); models placed on ``where``."""
+    plans = plan(args.preset, args.tasks, args.strategies, args.limit, args.seed)
+    tasks = set_temperature(make_tasks(",".join(p.task for p in plans), args.data, args.model),
+                            getattr(args, "temperature", None))
+    parsed = [parse_specs(p.specs) for p in plans]
+    check_out_dir(args.out, [task.name for task in tasks])
+    loaded = [prepare(task, strategies, p, args.model, where) for task, strategies, p in zip(tasks, parsed, plans)]
+    return [(task, p, strategies, model, eval_sets)
+            for task, p, strategies, (model, eval_sets) in zip(tasks, plans, parsed, loaded)]
+
+
+def prepare_runs(args):
+    """Every TaskRuns of the command, after every check (numbers, specs, --out, data, models,
+    helpers): nothing is decoded before all of it passed."""
+    check_arguments(args)
+    check_executor(args)
+    runs = []
+    for task, task_plan, strategies, model, eval_sets in load_tasks(args, placement(args.device, args.dtype)):
+        for seed in task_plan.seeds:
+            # a run that draws nothing would repeat its first seed's records: only the first seed runs it
+            chosen = [s for s in strategies if seed == task_plan.seeds[0] or draws_randomly(task, s[1])]
+            runs.append(TaskRuns(task, model, eval_sets[seed], chosen, seed, task_plan.limit))
+    return runs
+
+
+def run_one(run):
+    """Run (or resume, or find complete and verify) one run cell; returns its summary."""
+    run.strategy.bind(run.task, run.model)  # strategies with trained helpers or probing load them here
+    with contextlib.ExitStack() as locks:
+        found = find_or_lock(run, locks)
+        if found is None:
+            return decode_run(run)
+    print_complete(run, verify_run(run, found))
+    return found[0]
+
+
+def run_tasks(args):
+    """Run a preset (``default`` unless --preset) with the command line's overrides, in this
+    process (``--executor local``; bench.run.ray_executor runs ``--executor ray``)."""
+    for task_runs in prepare_runs(args):
+        planned = print_plan(f"{task_runs.task.name} seed {task_runs.seed}", plan_task(task_runs, args))
+        start = time.perf_counter()
+        run_task(task_runs, args)
+        print(f"{task_runs.task.name} seed {task_runs.seed}: planned {minutes(planned)}, took "
+              f"{minutes(time.perf_counter() - start)}", file=sys.stderr)
+    return 0
+
+
+def run_task(task_runs, args):
+    where = model_placement(task_runs.model)
+    print_task_start(task_runs, where)
+    runs = task_runs.runs(args)
+    for run in runs:
+        run.command = command_line(run, args.data, args.model, where)
+    print_task_end(task_runs, [run_one(run) for run in runs], args.out)
