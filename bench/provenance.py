@@ -1,5 +1,6 @@
 """Where a result came from: commit, versions, machine."""
 import datetime
+import functools
 import hashlib
 import platform
 import re
@@ -39,6 +40,7 @@ def versions():
     return found
 
 
+@functools.lru_cache(maxsize=1)
 def cpu_facts():
     """(the CPU's model name, a short digest of its feature flags) from /proc/cpuinfo: two CPUs
     of one name can still differ in the vector units their kernels pick."""
@@ -53,6 +55,7 @@ def cpu_facts():
     return name, hashlib.sha256(flags.encode()).hexdigest()[:8] if flags else None
 
 
+@functools.lru_cache(maxsize=1)
 def blas_name():
     """Torch's BLAS and its version as its build reports them ('mkl 2024.2'), or 'unknown'."""
     import torch

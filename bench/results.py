@@ -103,25 +103,26 @@ def append_batch(path, config_id, batch, records):
         os.fsync(handle.fileno())
 
 
-def batch_problem(line, config_id, batch_rows):
-    """Why a partial-file line is not a finished batch of this run (a phrase), or None."""
+def parse_batch(line, config_id, batch_rows):
+    """(the batch line as JSON, None) when a partial-file line is a finished batch of this run,
+    else (None, why not: a phrase)."""
     try:
         entry = json.loads(line)
     except json.JSONDecodeError:
-        return "is cut short or not JSON"
+        return None, "is cut short or not JSON"
     if not isinstance(entry, dict) or not isinstance(entry.get("records"), list):
-        return "is not a batch line"
+        return None, "is not a batch line"
     if entry.get("run") != config_id:
-        return "belongs to another run"
+        return None, "belongs to another run"
     batch = entry.get("batch")
     if not isinstance(batch, int) or isinstance(batch, bool) or not 0 <= batch < len(batch_rows):
-        return f"names batch {batch!r}, not one of this run's {len(batch_rows)}"
+        return None, f"names batch {batch!r}, not one of this run's {len(batch_rows)}"
     records = entry["records"]
     if not all(isinstance(r, dict) for r in records) or text_digest(records_text(records)) != entry.get("sha256"):
-        return "does not match its checksum"
+        return None, "does not match its checksum"
     if [r.get("index") for r in records] != list(batch_rows[batch]) or any(r.get("batch") != batch for r in records):
-        return f"does not hold the inputs of batch {batch}"
-    return None
+        return None, f"does not hold the inputs of batch {batch}"
+    return entry, None
 
 
 def read_batches(path, config_id, batch_rows):
@@ -133,9 +134,8 @@ def read_batches(path, config_id, batch_rows):
         return {}, []
     batches, discarded = {}, []
     for number, line in enumerate(text.splitlines(), 1):
-        problem = batch_problem(line, config_id, batch_rows)
+        entry, problem = parse_batch(line, config_id, batch_rows)
         if problem is None:
-            entry = json.loads(line)
             batches.setdefault(entry["batch"], entry["records"])
         else:
             discarded.append(f"{path} line {number} {problem}; discarded, its batch is decoded again")

@@ -38,10 +38,10 @@ import torch
 
 from bench.allocator import keep_freed_memory
 from bench.core import StepState
-from bench.registry import STRATEGIES, TASKS, load_plugins, make_task, parse_strategy
+from bench.registry import STRATEGIES, TASKS, load_plugins, parse_strategy
 from bench.streams import Streams
 from strategies.mi.estimator import FILE_NAME, load_estimator
-from test_overhead import SETTINGS
+from test_overhead import SETTINGS, loaded
 
 BATCH = 250          # bench run's default --batch-size: the rows a strategy's select sees
 PROBING_ROWS = 1     # a strategy that runs the model itself (aux_passes_metric) selects on this many
@@ -66,17 +66,6 @@ def one_thread(request):
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-LOADED = {}
-
-
-def loaded(task_name):
-    """(task, model, eval set), once per task name."""
-    if task_name not in LOADED:
-        task = make_task(task_name)
-        LOADED[task_name] = task, task.load_model(), task.eval_set(None, 0)
-    return LOADED[task_name]
 
 
 STATES = {}
