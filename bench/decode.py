@@ -1,4 +1,6 @@
-"""The one decode loop every strategy runs through."""
+"""The one decode loop every strategy runs through, and the first pass its runs share."""
+import copy
+import hashlib
 import time
 from dataclasses import dataclass
 
@@ -92,6 +94,51 @@ def forward(model, tokens, masked, step):
     return out
 
 
+def copied(out):
+    """A copy of a model output whose tensors are copies too (a strategy may write into them)."""
+    twin = copy.copy(out)
+    for name, value in vars(out).items():
+        if isinstance(value, torch.Tensor):
+            setattr(twin, name, value.clone())
+    return twin
+
+
+def output_bytes(out):
+    return sum(v.numel() * v.element_size() for v in vars(out).values() if isinstance(v, torch.Tensor))
+
+
+class FirstPasses:
+    """The model's output on the starting states of a task's inputs, shared by the runs of one
+    invocation: every strategy starts from the same state (the input as given), so the first pass
+    of a batch is the same for every run on one model. Keyed by the batch's content (tokens and
+    mask bytes), so a batch decoded again (another strategy, a verification) reuses it whatever
+    produced it; each use gets a copy. Outputs beyond ``limit_bytes`` in all are not kept (those
+    batches are computed as usual): the saving is one pass per input per run, not worth memory."""
+
+    def __init__(self, model, limit_bytes=2 ** 31):
+        self.model, self.limit_bytes, self.kept, self.used = model, limit_bytes, {}, 0
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def key(tokens, masked):
+        digest = hashlib.sha1(tokens.cpu().numpy().tobytes())
+        digest.update(masked.cpu().numpy().tobytes())
+        return tuple(tokens.shape), digest.hexdigest()
+
+    def __call__(self, tokens, masked):
+        """The first pass on ``tokens``/``masked`` (the active rows of a batch at pass 0), checked."""
+        key = self.key(tokens, masked)
+        if key in self.kept:
+            self.hits += 1
+            return copied(self.kept[key])
+        self.misses += 1
+        out = forward(self.model, tokens, masked, 0)
+        if hasattr(out, "__dict__") and self.used + output_bytes(out) <= self.limit_bytes:
+            self.kept[key] = copied(out)
+            self.used += output_bytes(out)
+        return out
+
+
 def pass_bar(masked):
     """A bar over the batch's masked positions, advanced as passes reveal them, with the pass and
     the rows still to decode beside it: a one-batch run otherwise shows 0/1 batches until its end.
@@ -106,7 +153,7 @@ def show_pass(bar, step, pick, still_masked):
         bar.update(int(pick.sum()))
 
 
-def decode(model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=None):
+def decode(model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=None, first_pass=None):
     """Reveal every masked position of ``tokens`` [B, N], one forward pass per active row per step.
 
     Rows that are complete drop out of the batch, so their pass count stops. Row r is input
@@ -117,6 +164,7 @@ def decode(model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=No
     state it is log q(x), the log-probability of the whole sample under the decoding process (an
     exact task compares it with the true log p(x)). The model is called on copies and checked at
     every pass (``forward``): a misbehaving model is a BenchError, never a scored decode.
+    ``first_pass``: a FirstPasses of this model, which gives pass 0's output when it has it.
     """
     tokens, masked = tokens.clone(), masked.clone()
     streams = Streams(seed, index if index is not None else torch.arange(tokens.shape[0]))
@@ -131,7 +179,9 @@ def decode(model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=No
                 return DecodeResult(tokens, passes, time.perf_counter() - start, aux, log_q)
             rows = streams.take(active)
             step_tokens, step_masked = tokens[active], masked[active]
-            state = StepState(step_tokens, step_masked, forward(model, step_tokens, step_masked, step), step, rows)
+            out = (first_pass(step_tokens, step_masked) if step == 0 and first_pass is not None
+                   else forward(model, step_tokens, step_masked, step))
+            state = StepState(step_tokens, step_masked, out, step, rows)
             pick = strategy.select(state)
             check_pick(pick, state.masked, strategy.name, step)
             if "aux_passes" in vars(state):   # a strategy that spent passes (an oracle's probes) made it

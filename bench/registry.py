@@ -43,7 +43,10 @@ class TrainTarget:
 
 
 def where(obj):
-    """'strategies.topk.TopK': the module and name a registered object is defined by."""
+    """'strategies.topk.TopK': the module and name a registered object is defined by (a string
+    is taken as already naming it: a module that declared settings)."""
+    if isinstance(obj, str):
+        return obj
     return f"{obj.__module__}.{getattr(obj, '__qualname__', getattr(obj, '__name__', repr(obj)))}"
 
 

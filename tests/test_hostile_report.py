@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import bench.report
+import bench.report.build
 from bench.cli import main
 from bench.errors import BenchError
 from conftest import ROOT
@@ -104,7 +104,7 @@ def test_results_without_out_write_beside_them_and_leave_reports_alone(tmp_path,
 
 
 def test_the_committed_results_pair_with_the_committed_reports(monkeypatch):
-    from bench.report import report_folder
+    from bench.report.build import report_folder
     monkeypatch.chdir(ROOT)
     assert report_folder("results") == report_folder(ROOT / "results") == ROOT / "reports"   # `bench report`
     assert report_folder("results", "/tmp/r") == Path("/tmp/r")
@@ -116,8 +116,8 @@ def test_the_committed_results_pair_with_the_committed_reports(monkeypatch):
 
 def test_the_committed_reports_are_written_from_the_committed_results_only(tmp_path, monkeypatch, capsys):
     shipped_results, shipped_reports = tmp_path / "results", tmp_path / "reports"   # a stand-in checkout
-    monkeypatch.setattr(bench.report, "SHIPPED_RESULTS", shipped_results)
-    monkeypatch.setattr(bench.report, "SHIPPED_REPORTS", shipped_reports)
+    monkeypatch.setattr(bench.report.build, "SHIPPED_RESULTS", shipped_results)
+    monkeypatch.setattr(bench.report.build, "SHIPPED_REPORTS", shipped_reports)
     results_in(shipped_results)
     shipped_reports.mkdir()
     other = results_in(tmp_path / "other")

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from bench.paired import mcnemar_p, paired_difference, per_input
-from bench.verdicts import ScoredRun, budget_table, interpolate, make_line, non_inferiority, replicate_indices
+from bench.report.verdicts import ScoredRun, budget_table, interpolate, make_line, non_inferiority, replicate_indices
 from tasks.protein.statistics import jsd_bits, kmer_counts
 
 
@@ -111,7 +111,7 @@ def test_non_inferiority_three_ways():
 
 
 def test_seeds_of_a_run_are_pooled_per_input():
-    from bench.verdicts import merge_seeds
+    from bench.report.verdicts import merge_seeds
 
     def seeded(seed, exact, spec="eb:gamma=1"):
         records = [{"index": i, "exact": e, "passes": 4 + seed} for i, e in enumerate(exact)]
@@ -130,7 +130,7 @@ def test_seeds_of_a_run_are_pooled_per_input():
 
 def test_pooled_seeds_of_a_mean_difference_stay_on_its_scale():
     """The exact task's KL (mean of log q - log p) pooled over seeds is the mean of the seeds' KLs."""
-    from bench.verdicts import merge_seeds
+    from bench.report.verdicts import merge_seeds
 
     def seeded(seed, log_q):
         records = [{"index": i, "log_q": q, "log_p": -1.0, "passes": 8} for i, q in enumerate(log_q)]
@@ -171,7 +171,7 @@ def test_a_distance_gets_the_basic_interval_and_a_mean_the_percentile_one():
 
 
 def test_budget_cells_of_a_distance_use_the_basic_interval():
-    from bench.verdicts import centred, interval, is_distance
+    from bench.report.verdicts import centred, interval, is_distance
     rng = np.random.default_rng(4)
     reference = rng.normal(0, 1, 400)
     runs = [ScoredRun({"label": f"r{k}"}, w1_run(rng.normal(0.1 * k, 1, 80), reference),

@@ -4,15 +4,18 @@ from pathlib import Path
 import pytest
 
 from bench.errors import BenchError
-from bench.presets import PRESETS, SWEEPS, plan, sweep_of, unswept
+from bench.presets import PRESETS, plan, sweep_of, unswept
 from bench.registry import STRATEGIES, TASKS, load_plugins, parse_strategy
 from bench.run.cell import Run, result_paths
+from bench.settings import TaskSettings, all_task_settings, register_task_settings, verdicts_for
 from conftest import ROOT, run_cli
 
 
-def test_no_preset_runs_the_default_sweep_of_sudoku_on_all_data():
+def test_no_preset_runs_the_default_sweep_of_the_headline_task_on_all_data():
     (only,) = plan()
-    assert (only.task, only.specs, only.limit, only.seeds) == ("sudoku", SWEEPS["sudoku"], None, (0,))
+    declared = all_task_settings()["sudoku"]
+    assert declared.headline and (only.task, only.limit, only.seeds) == ("sudoku", None, (0,))
+    assert only.specs == list(declared.specs["default"])
 
 
 def test_ci_is_small_and_paper_adds_seeds():
@@ -20,10 +23,32 @@ def test_ci_is_small_and_paper_adds_seeds():
     assert set(ci) == {"sudoku", "protein", "hmm", "hmm_mdm"}
     assert ci["sudoku"].limit == 100 and ci["protein"].limit == 40
     assert all(p.seeds == (0,) and 3 <= len(p.specs) <= 4 for p in ci.values())
-    paper = plan("paper")
-    assert [p.task for p in paper] == ["sudoku", "protein", "hmm", "hmm_mdm"]
-    assert all(p.limit is None and p.specs == SWEEPS[p.task] for p in paper)
-    assert all(p.seeds == (0, 1, 2) for p in paper)   # the runner keeps only seed 0 of runs that draw nothing
+    paper = {p.task: p for p in plan("paper")}
+    assert set(paper) >= {"sudoku", "protein", "hmm", "hmm_mdm"}
+    assert all(p.limit is None and p.specs == sweep_of(p.task, "paper") for p in paper.values())
+    assert all(p.seeds == (0, 1, 2) for p in paper.values())   # the runner keeps only seed 0 of runs that draw nothing
+
+
+def test_tiers_nest_quick_in_every_family_and_default_in_paper():
+    """quick runs every strategy family a task's paper grid runs, at one setting, on fewer inputs;
+    default runs only paper specs, on the full data (its committed results are a subset of the paper's)."""
+    for name, declared in all_task_settings().items():
+        paper, default, quick = (declared.specs[tier] for tier in ("paper", "default", "quick"))
+        assert set(default) <= set(paper), name
+        families = {spec.partition(":")[0] for spec in paper}
+        assert families - {spec.partition(":")[0] for spec in quick} <= {"mi_oracle"}, name
+        assert declared.limits.get("default") is None and declared.limits.get("paper") is None
+    assert list(PRESETS) == ["quick", "default", "paper", "ci"]
+
+
+def test_a_task_declares_its_settings_once_and_names_known_tiers_and_ablations():
+    with pytest.raises(BenchError, match="task settings 'sudoku' is registered twice"):
+        register_task_settings("sudoku", {"default": ["sequential"]})
+    with pytest.raises(BenchError, match="unknown preset tiers nightly; tiers are quick, default, paper, ci"):
+        register_task_settings("a_new_task", {"nightly": ["sequential"]})
+    assert verdicts_for("sudoku").reference == "sequential" and len(verdicts_for("sudoku").ablations) == 6
+    assert verdicts_for("a_task_without_settings") is None
+    assert isinstance(all_task_settings()["protein"], TaskSettings)
 
 
 def test_command_line_overrides_the_preset():
@@ -33,7 +58,8 @@ def test_command_line_overrides_the_preset():
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"preset_name": "defualt"}, "unknown preset 'defualt' (did you mean 'default'?); available: ci, default, paper"),
+    ({"preset_name": "defualt"}, "unknown preset 'defualt' (did you mean 'default'?); available: quick, default, "
+                                 "paper, ci"),
     ({"tasks": "sudok"}, "did you mean 'sudoku'"),
     ({"limit": 0}, "--limit must be at least 1"),
 ])
@@ -45,14 +71,14 @@ def test_bad_presets_and_overrides_are_one_line_errors(kwargs, message):
 
 def test_every_preset_spec_parses_and_every_task_has_a_sweep():
     load_plugins()
-    assert set(SWEEPS) <= set(TASKS)
+    assert set(all_task_settings()) <= set(TASKS)
     assert sweep_of("a_task_just_added") == sorted(STRATEGIES)   # no sweep named: every strategy at its default
-    for preset in PRESETS.values():
-        for specs in preset.strategies.values():
+    for declared in all_task_settings().values():
+        for specs in declared.specs.values():
             for spec in specs:
                 parse_strategy(spec)
     assert unswept(["sequential", "topk", "brand_new"]) == ["brand_new"]
-    assert {spec.split(":")[0] for spec in SWEEPS["sudoku"]} >= {"sequential", "topk", "margin", "eb", "threshold"}
+    assert {spec.split(":")[0] for spec in sweep_of("sudoku")} >= {"sequential", "topk", "margin", "eb", "threshold"}
 
 
 def test_the_default_preset_finds_the_committed_sudoku_results():
@@ -80,11 +106,11 @@ def test_cli_runs_a_preset_with_overrides(tmp_path):
 def test_cli_unknown_preset_is_one_line():
     proc = run_cli("run", "--preset", "nightly")
     assert proc.returncode == 2 and proc.stderr.strip() == (
-        "error: unknown preset 'nightly'; available: ci, default, paper")
+        "error: unknown preset 'nightly'; available: quick, default, paper, ci")
 
 
 def test_list_names_presets_and_strategies_missing_from_the_sweep():
     proc = run_cli("list")
-    assert proc.returncode == 0 and "presets" in proc.stdout and "paper" in proc.stdout
+    assert proc.returncode == 0 and "presets" in proc.stdout and "paper" in proc.stdout and "quick" in proc.stdout
     missing = unswept(STRATEGIES)
-    assert ("not in the default sweep" in proc.stdout) == bool(missing)
+    assert ("not in any task's paper sweep" in proc.stdout) == bool(missing)

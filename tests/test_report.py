@@ -6,9 +6,10 @@ import struct
 import matplotlib.pyplot as plt
 import pytest
 
-from bench.report import LAYOUTS, draw_lines, label_points, report, strategy_color
+from bench.report import report
+from bench.report.figures import LAYOUTS, draw_lines, label_points, line_colours, strategy_colours
+from bench.report.sweeps import point_label, reference_run, sweep_lines
 from bench.results import text_digest
-from bench.sweeps import point_label, sweep_lines
 
 
 def run(spec, passes, accuracy, params, label=None):
@@ -116,7 +117,9 @@ def test_each_line_has_its_strategy_colour_and_overlapping_labels_are_dropped():
     lines = sweep_lines(RUNS)
     draw_lines(ax, lines, "exact_accuracy", LAYOUTS[0])
     colours = {c.get_label(): c.lines[0].get_color() for c in ax.containers}
-    assert colours["eb"] == strategy_color("eb") and colours["topk order=margin"] == strategy_color("topk")
+    palette = line_colours(lines)
+    assert colours["eb"] == palette["eb"] and colours["topk order=margin"] == palette["topk"]
+    assert len(set(palette.values())) == 3
     crowd = [run(f"topk:k={k},order=confidence", 20, 0.5, {"k": k, "order": "confidence"}) for k in (3, 4, 5)]
     crowd[0]["metrics"][1]["value"] = 19  # not identical passes, still overlapping labels
     ax.set_xscale("log")
@@ -142,7 +145,7 @@ def test_an_extra_metric_the_result_files_name_gets_its_own_pareto_figure(tmp_pa
 
 
 def test_error_bars_of_an_interval_beside_its_value_are_drawn_from_the_value():
-    from bench.report import error_bars
+    from bench.report.figures import error_bars
     runs = [{"metrics": [{"name": "window_jsd", "value": 0.010, "ci_low": 0.000, "ci_high": 0.008}]}]
     values, (below, above) = error_bars(runs, "window_jsd")
     assert values == [0.010] and below == [pytest.approx(0.010)] and above == [0.0]
@@ -157,3 +160,26 @@ def test_a_report_of_unchanged_results_writes_the_same_bytes(drawn, tmp_path):
     report(results, tmp_path / "again")
     for name in ("pareto_sudoku.pdf", "pareto_sudoku_1col.pdf", "pareto_sudoku.png"):
         assert (tmp_path / "again" / name).read_bytes() == (drawn / name).read_bytes(), name
+
+
+def test_colours_go_to_the_strategy_names_in_sorted_order_whatever_their_order():
+    colours = strategy_colours(["topk", "eb", "topk", "sequential"])
+    assert list(colours) == ["eb", "sequential", "topk"] and len(set(colours.values())) == 3
+    assert strategy_colours(["sequential", "topk", "eb"]) == colours
+
+
+def test_without_a_declared_reference_the_line_with_the_most_passes_is_the_reference():
+    assert reference_run(RUNS, "sequential")["label"] == "sequential"
+    assert reference_run(RUNS, "absent") is None
+    assert reference_run(RUNS)["label"] == "sequential"            # 50 passes: the most
+    cheaper = [r for r in RUNS if r["strategy"] != "sequential"]
+    assert reference_run(cheaper)["label"] == "topk:k=2,order=margin"   # its line: 25 passes on average
+
+
+def test_a_task_without_settings_has_no_declared_reference():
+    from bench.report.claims import default_verdicts
+
+    class Run:
+        def __init__(self, p):
+            self.passes = lambda: p
+    assert default_verdicts([Run(4.0), Run(50.0)]).reference is None

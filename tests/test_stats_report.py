@@ -1,6 +1,6 @@
 import numpy as np
 
-from bench.report import pareto_front
+from bench.report.figures import pareto_front
 from bench.stats import bootstrap_ci, ratio_metric
 
 

@@ -38,4 +38,4 @@ def list_everything(args=None):
     for name, preset in PRESETS.items():
         print(f"  {name:12s} {preset.about}")
     if unswept(STRATEGIES):
-        print(f"not in the default sweep (bench/presets.py SWEEPS): {', '.join(unswept(STRATEGIES))}")
+        print(f"not in any task's paper sweep (tasks/<name>/presets.py): {', '.join(unswept(STRATEGIES))}")

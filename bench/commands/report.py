@@ -15,6 +15,6 @@ def add_arguments(parser):
 
 @register_command("report", "Pareto plots and tables from result files only", add_arguments)
 def report(args):
-    from bench.report import default_docs, report, report_folder
+    from bench.report.build import default_docs, report, report_folder
     out = report_folder(args.results, args.out)
     report(args.results, out, args.docs if args.docs is not None else default_docs(args.results, out))

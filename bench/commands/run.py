@@ -2,7 +2,6 @@
 import sys
 
 from bench.commands.placement import add_placement
-from bench.presets import DEFAULT_TASK
 from bench.registry import register_command
 from bench.run import DEFAULT_BATCH_SIZE, DEFAULT_OUT, DEFAULT_VERIFY
 
@@ -12,9 +11,10 @@ DEFAULT_SHARDS = 1
 
 def add_run_arguments(parser):
     """The arguments `bench run` and `bench plan` share."""
-    parser.add_argument("--preset", help="ci, default or paper (bench/presets.py); the flags below override it")
-    parser.add_argument("--tasks", help=f"comma-separated task names (default: the preset's; without --preset: "
-                                        f"{DEFAULT_TASK})")
+    parser.add_argument("--preset", help="quick, default, paper or ci (bench/presets.py; each task's part in "
+                                         "tasks/<name>/presets.py); the flags below override it")
+    parser.add_argument("--tasks", help="comma-separated task names (default: the preset's; without --preset: "
+                                        "the headline task, the one whose presets.py says headline=True)")
     parser.add_argument("--strategies", help="comma-separated specs, e.g. sequential,topk:k=7,order=margin "
                                              "(default: the preset's sweep per task)")
     parser.add_argument("--seed", type=int, help="seed of every sampled choice, 0 to 2**32 - 1 (default: the "

@@ -20,10 +20,11 @@ import torch
 from tqdm import tqdm
 
 from bench.core import Task
-from bench.decode import decode
+from bench.decode import FirstPasses, decode
 from bench.device import Placement, model_placement
 from bench.provenance import provenance
 from bench.registry import canonical
+from bench.report.render import render_text
 from bench.results import (
     SCHEMA_VERSION,
     append_batch,
@@ -40,7 +41,6 @@ from bench.results import (
 )
 from bench.run import DEFAULT_BATCH_SIZE, DEFAULT_OUT
 from bench.stats import mean_metric
-from bench.table import render_text
 
 
 @dataclass
@@ -49,7 +49,8 @@ class Run:
     at ``seed``, decoded ``batch_size`` inputs at a time into ``out``. ``verify``: inputs decoded
     again when it is found complete; ``command``: the `bench run` words (without --strategies)
     that remake it (default: its task, seed, limit, batch size and --out); ``cells_on``: where
-    its cells run when that is not where ``model`` is (the Ray driver's model stays on the CPU)."""
+    its cells run when that is not where ``model`` is (the Ray driver's model stays on the CPU);
+    ``first_passes``: the FirstPasses its task's runs share (None: each batch computes its own)."""
     task: Task
     model: object
     eval_set: object
@@ -62,6 +63,7 @@ class Run:
     verify: int = 0
     command: list | None = None
     cells_on: Placement | None = None
+    first_passes: FirstPasses | None = None
 
     @functools.cached_property
     def config(self):
@@ -89,10 +91,14 @@ class TaskRuns:
     seed: int
     limit: int | None
 
-    def runs(self, args, cells_on=None):
-        """A Run per strategy, with the command line's batch size, --out and --verify."""
+    def runs(self, args, cells_on=None, share_first_pass=True):
+        """A Run per strategy, with the command line's batch size, --out and --verify; they share
+        one FirstPasses (every strategy starts from the same states) unless ``share_first_pass`` is
+        False (the Ray executor's cells run in other processes)."""
+        shared = FirstPasses(self.model) if share_first_pass else None
         return [Run(self.task, self.model, self.eval_set, strategy, label, self.seed, self.limit,
-                    batch_size=args.batch_size, out=args.out, verify=args.verify, cells_on=cells_on)
+                    batch_size=args.batch_size, out=args.out, verify=args.verify, cells_on=cells_on,
+                    first_passes=shared)
                 for label, strategy in self.strategies]
 
 
@@ -131,7 +137,7 @@ def decode_rows(run, rows):
     depend on the rows decoded with it: not on the batch size, nor on the shard."""
     task, eval_set, strategy = run.task, run.eval_set, run.strategy
     result = decode(run.model, eval_set.tokens[rows], eval_set.masked[rows], strategy,
-                    task.temperature, seed=run.seed, index=rows)
+                    task.temperature, seed=run.seed, index=rows, first_pass=run.first_passes)
     records = task.records(result.tokens, result.passes, rows, eval_set)
     if strategy.aux_passes_metric:
         for record, aux in zip(records, result.aux_passes.tolist()):

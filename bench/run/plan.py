@@ -88,14 +88,15 @@ def forward_row_seconds(model, eval_set, rows):
 
 def family_factors(references):
     """{strategy name: cost factor}: the smallest seconds per row-pass among a strategy's committed
-    runs, over sequential's. The smallest, because whatever else ran on the machine that made them
-    only ever added time (committed runs of one family differ by up to 8x for that reason alone)."""
+    runs, over the cheapest family's (one that spends almost nothing besides the forward pass).
+    The smallest, because whatever else ran on the machine that made them only ever added time
+    (committed runs of one family differ by up to 8x for that reason alone)."""
     best = {}
     for summary in references.values():
         name = summary["config"]["strategy_spec"].partition(":")[0]
         best[name] = min(best.get(name, float("inf")), seconds_per_row_pass(summary))
-    base = best.get("sequential")
-    return {name: max(1.0, value / base) for name, value in best.items()} if base else {}
+    base = min(best.values(), default=0)
+    return {name: max(1.0, value / base) for name, value in best.items()} if base > 0 else {}
 
 
 class TaskPricer:
@@ -128,10 +129,14 @@ class TaskPricer:
         aux = sum(v for r in records for k, v in r.items() if k.endswith("_passes")) / count
         return passes, passes + aux, factor, f"pilot of {count}"
 
-    def estimate(self, run, label, inputs, batch_size):
+    def estimate(self, run, label, inputs, batch_size, shared_first=False):
+        """``shared_first``: the run's first pass comes from the task's FirstPasses (another run
+        of the invocation computed it), one row-pass per input less."""
         passes, rows, factor, source = self.per_input(run)
-        forward = inputs * rows * self.forward(min(batch_size, inputs))
-        return Estimate(label, inputs, passes, forward * factor, forward, source)
+        per_row = self.forward(min(batch_size, inputs))
+        saved = inputs * per_row if shared_first else 0.0
+        forward = inputs * rows * per_row
+        return Estimate(label, inputs, passes, forward * factor - saved, forward - saved, source)
 
 
 def minutes(seconds):
@@ -155,11 +160,13 @@ def plan_task(task_runs, args):
     """Estimates of one task's runs (``task_runs``: bench.run.cell.TaskRuns) for `bench run` with
     ``args``: a run complete in --out costs its --verify inputs decoded again, any other its whole
     input set."""
-    pricer, estimates = TaskPricer(task_runs.task, task_runs.model, task_runs.eval_set), []
+    pricer, estimates, first_done = TaskPricer(task_runs.task, task_runs.model, task_runs.eval_set), [], set()
     for run in task_runs.runs(args):
         complete = complete_run(run, say=False) is not None
         inputs = min(args.verify, len(run.eval_set)) if complete else len(run.eval_set)
         if inputs:
             batch = inputs if complete else args.batch_size
-            estimates.append(pricer.estimate(run, run.label + (" (verify)" if complete else ""), inputs, batch))
+            label = run.label + (" (verify)" if complete else "")
+            estimates.append(pricer.estimate(run, label, inputs, batch, shared_first=(inputs, batch) in first_done))
+            first_done.add((inputs, batch))
     return estimates

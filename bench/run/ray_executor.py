@@ -286,7 +286,7 @@ def task_groups(loaded, args, where):
     for task, task_plan, strategies, model, eval_sets in loaded:
         for seed in task_plan.seeds:
             task_runs = TaskRuns(task, model, eval_sets[seed], strategies, seed, task_plan.limit)
-            runs = task_runs.runs(args, cells_on=where)
+            runs = task_runs.runs(args, cells_on=where, share_first_pass=False)
             command = command_line(runs[0], args.data, args.model, where) if runs else None
             for run in runs:
                 run.command = command

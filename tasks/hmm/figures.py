@@ -9,9 +9,9 @@ from pathlib import Path
 
 from bench.paired import paired_difference
 from bench.registry import register_report
+from bench.report.render import markdown
+from bench.report.verdicts import load_runs
 from bench.results import scan_results
-from bench.table import markdown
-from bench.verdicts import load_runs
 
 TASKS = ("hmm", "hmm_mdm")
 

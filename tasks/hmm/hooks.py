@@ -2,8 +2,8 @@
 training its MDM. Everything is drawn from the chain itself, so no data file is needed."""
 import torch
 
-from bench.contexts import random_masks, visited_states
 from bench.training import train_and_log
+from strategies.mi.contexts import random_masks, visited_states
 from tasks.hmm import chain
 
 ORDER_EXAMPLES = 4096   # fully masked training sequences for order policies

@@ -9,7 +9,7 @@ drawn from the split's sequences), half are sequences of the split with a random
 """
 import torch
 
-from bench.contexts import random_masks, visited_states
+from strategies.mi.contexts import random_masks, visited_states
 from tasks.protein.encoding import blank_batch, encode
 from tasks.protein.split import make_split
 

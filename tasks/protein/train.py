@@ -20,10 +20,10 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from bench.checkpoints import file_id
-from bench.contexts import random_masks
 from bench.device import selected
 from bench.errors import BenchError
 from bench.files import MissingFile
+from strategies.mi.contexts import random_masks
 from tasks.protein.encoding import encode
 from tasks.protein.model import AA_IDS, MASK_ID, STAGE1_WEIGHTS, build_esmc, load_protein_model, save_protein_checkpoint
 from tasks.protein.split import make_split

@@ -10,7 +10,7 @@ with a random mask (rate ~ U(0.05, 1)).
 import numpy as np
 import torch
 
-from bench.contexts import random_masks, visited_states
+from strategies.mi.contexts import random_masks, visited_states
 from tasks.sudoku.data import TEST_SET, read_puzzles, training_set
 from tasks.sudoku.solver import search_nodes
 

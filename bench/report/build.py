@@ -1,0 +1,183 @@
+"""`bench report`: figures and tables per task drawn from result files only (never runs a model):
+which runs form a task's comparison group, what is written where, and the Markdown sync."""
+import os
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from bench.errors import BenchError
+from bench.registry import REPORTS, load_plugins
+from bench.report.claims import task_verdicts
+from bench.report.docs import sync_markdown
+from bench.report.figures import draw_figures, strategy_colours
+from bench.report.render import (
+    ablations_markdown,
+    budget_rows,
+    claims_markdown,
+    csv_text,
+    latex,
+    markdown,
+    numeric_rows,
+    speedup_table,
+    summary_rows,
+)
+from bench.results import find_results
+
+REPO = Path(__file__).resolve().parent.parent.parent
+# the committed pair: reports/ is a pure function of results/, so no other results write there
+SHIPPED_RESULTS, SHIPPED_REPORTS = REPO / "results", REPO / "reports"
+SHIPPED_BASELINES = REPO / "baselines"   # committed results too (the CI gate's): nothing is written into them
+
+
+def comparison_group(results):
+    """Results comparable with each other: same task, model, data, limit, seed, value temperature,
+    device kind and dtype (a config without the last two ran on cpu in float32).
+
+    Picks the group with the most runs (newest on ties), so a quick --limit run does not mix in.
+    """
+    key = lambda r: (r["model"]["id"], r["config"]["data_id"], r["config"]["limit"], r["config"]["seed"],  # noqa: E731
+                     r["config"].get("temperature"), r["config"].get("device", "cpu"),
+                     r["config"].get("dtype", "float32"))
+    counts = Counter(key(r) for r in results)
+    newest = {key(r): r["provenance"]["finished_at"] for r in results}
+    best = max(counts, key=lambda k: (counts[k], newest[k]))
+    return [r for r in results if key(r) == best], len(results) - counts[best]
+
+
+def write_tables(results, task, out_dir, verdicts):
+    """table_<task> (every run), budgets_<task> (the headline: strategies x pass budgets) and
+    speedup_<task> as .md, .csv and .tex, and claims_<task>.md; returns the paths."""
+    tables = {f"table_{task}": (summary_rows(results), numeric_rows(results))}
+    if verdicts is not None:
+        tables[f"budgets_{task}"] = (budget_rows(verdicts), budget_rows(verdicts, numeric=True))
+        tables[f"speedup_{task}"] = (speedup_table(verdicts), speedup_table(verdicts, numeric=True))
+    paths = []
+    for stem, (text_rows, number_rows) in tables.items():
+        for ext, text in (("md", markdown(*text_rows)), ("csv", csv_text(*number_rows)),
+                          ("tex", latex(*text_rows))):
+            paths.append(Path(out_dir) / f"{stem}.{ext}")
+            paths[-1].write_text(text.rstrip("\n") + "\n")
+    if verdicts is not None:
+        paths.append(Path(out_dir) / f"claims_{task}.md")
+        paths[-1].write_text(claims_markdown(verdicts))
+    return paths
+
+
+def task_groups(results_dir):
+    """task -> (its largest comparable group of results, how many runs were left out, its verdicts
+    or None where its runs cannot be paired)."""
+    results = find_results(results_dir)
+    if not results:
+        raise BenchError(f"no result files under {results_dir}; make some with: python -m bench run")
+    groups = {task: comparison_group([r for r in results if r["task"] == task])
+              for task in sorted({r["task"] for r in results})}
+    return {task: (group, left_out, task_verdicts(every_seed(group, results), task, results_dir))
+            for task, (group, left_out) in groups.items()}
+
+
+def every_seed(group, results):
+    """The runs of ``group``'s task, model, data, limit and temperature under every seed (verdicts
+    pool seeds; figures and the full table show the one seed of ``group``)."""
+    same = lambda r: (r["task"], r["model"]["id"], r["config"]["data_id"], r["config"]["limit"],  # noqa: E731
+                      r["config"].get("temperature"))
+    return [r for r in results if same(r) == same(group[0])]
+
+
+def plugin_sections(results_dir, out_dir, figures=True):
+    """Report sections plugins add (their ``figures`` modules, which import no model code)."""
+    load_plugins("figures")
+    return {name: draw(results_dir, out_dir, figures=figures) for name, draw in sorted(REPORTS.items())}
+
+
+def write_all_tables(results_dir, out_dir):
+    """Every table `bench report` writes, without the figures; returns the paths."""
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    groups = task_groups(results_dir)
+    paths = [p for task, (group, _, verdicts) in groups.items() for p in write_tables(group, task, out_dir, verdicts)]
+    paths += write_ablations([verdicts for _, _, verdicts in groups.values()], out_dir)
+    return paths + [p for section in plugin_sections(results_dir, out_dir, figures=False).values() for p in section]
+
+
+def write_ablations(verdicts, out_dir):
+    """ablations.md: every task's ablation claims in one file (what README quotes)."""
+    text = ablations_markdown([v for v in verdicts if v is not None])
+    if not text:
+        return []
+    path = Path(out_dir) / "ablations.md"
+    path.write_text(text)
+    return [path]
+
+
+def report_folder(results_dir, out_dir=None):
+    """Where `bench report` writes: ``out_dir``, else beside the results it reads: the committed
+    reports/ for the committed results/, ``DIR/reports`` for any other ``DIR`` (inside it, so two
+    result folders never share one, and a scratch run's figures go where its results are). The
+    committed reports/ is refused as the ``out_dir`` of other results, and a folder inside the
+    committed results/ or baselines/ needs an ``out_dir`` (its reports/ would join them)."""
+    results = Path(results_dir).resolve()
+    if out_dir is None and results == SHIPPED_RESULTS:
+        return SHIPPED_REPORTS
+    if out_dir is None and any(results.is_relative_to(f) for f in (SHIPPED_RESULTS, SHIPPED_BASELINES)):
+        raise BenchError(f"--results {results_dir} lies in a committed folder; give --out for its report "
+                         f"(e.g. --out /tmp/reports)")
+    if out_dir is None:
+        return Path(results_dir) / "reports"
+    if Path(out_dir).resolve() == SHIPPED_REPORTS and results != SHIPPED_RESULTS:
+        raise BenchError(f"--out {out_dir} is the committed reports/, made from the committed results/ only; "
+                         f"give a scratch folder (e.g. --out /tmp/reports)")
+    return Path(out_dir)
+
+
+def nearest_existing(path):
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_writable(out):
+    """A one-line error unless the folder ``out`` (made later, with its parents) can be written,
+    before any work. Found by making and removing a folder in its nearest existing ancestor:
+    permission bits do not stop root, and only trying shows a read-only file system or /proc."""
+    found = nearest_existing(Path(out))
+    if not found.is_dir():
+        what = "is a file, not a folder" if found == Path(out) else f"lies under {found}, which is not a folder"
+        raise BenchError(f"--out {out} {what}; give a folder")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".bench-report-", dir=found))
+    except OSError as err:
+        raise BenchError(f"--out {out}: cannot write in {found} ({err.strerror}); "
+                         f"give a folder you can write") from None
+
+
+def default_docs(results_dir, out_dir):
+    """The checkout, whose .md files quote the committed reports, when the committed pair is
+    written; else None (other reports never rewrite them)."""
+    pair = (Path(results_dir).resolve(), Path(out_dir).resolve())
+    return SHIPPED_RESULTS.parent if pair == (SHIPPED_RESULTS, SHIPPED_REPORTS) else None
+
+
+def report(results_dir, out_dir=None, docs_root=None):
+    """Figures (both sizes) and tables per task from the result files under ``results_dir``,
+    written to ``report_folder(results_dir, out_dir)``; then the report tables quoted in the .md
+    files under ``docs_root`` are rewritten. PDFs carry no creation date (SOURCE_DATE_EPOCH 0
+    unless set), so unchanged results give the same bytes. Returns the folder written."""
+    out_dir = report_folder(results_dir, out_dir)
+    check_writable(out_dir)
+    os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
+    groups = task_groups(results_dir)
+    colours = strategy_colours(r["strategy"] for group, _, _ in groups.values() for r in group)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for task, (group, left_out, verdicts) in groups.items():
+        paths = draw_figures(group, task, out_dir, colours) + write_tables(group, task, out_dir, verdicts)
+        note = f" ({left_out} runs of other models/data/limits/seeds left out)" if left_out else ""
+        print(f"{task}: {len(group)} runs{note} -> {', '.join(p.name for p in paths)} in {out_dir}")
+    for path in write_ablations([verdicts for _, _, verdicts in groups.values()], out_dir):
+        print(f"ablations: {path.name} in {out_dir}")
+    for name, paths in plugin_sections(results_dir, out_dir).items():
+        if paths:
+            print(f"{name}: {', '.join(p.name for p in paths)} in {out_dir}")
+    if docs_root:
+        for path in sync_markdown(docs_root, out_dir):
+            print(f"rewrote report tables in {path}")
+    print(f"report written to {out_dir}")
+    return out_dir

@@ -1,0 +1,113 @@
+"""What a task and a strategy family declare about runs and verdicts, each in its own light
+``presets`` module (no model code: `bench report` and `bench plan` load them without torch).
+
+A task's ``tasks/<name>/presets.py`` calls ``register_task_settings``: the strategy specs of each
+preset tier it takes part in, its input limit per tier, and its verdict settings (the reference
+run, the pass budgets, the non-inferiority margin, which ablations apply). A strategy family's
+``presets.py`` (a package such as ``strategies/mi``) calls ``register_ablation`` for each idea it
+must be credited against. ``bench`` itself names no task and no strategy.
+"""
+import sys
+from dataclasses import dataclass, field
+
+from bench.errors import BenchError
+from bench.registry import ORIGINS, claim, load_plugins
+
+TIERS = ("quick", "default", "paper", "ci")   # the preset tiers a task may declare specs for
+TASK_SETTINGS = {}   # task name -> TaskSettings
+ABLATIONS = {}       # key -> Ablation
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """An idea against the same rule without it: two lines (strategy name + fixed parameters)
+    compared at equal budgets, and run by run where their other parameters agree."""
+    idea: str
+    strategy: str
+    where: dict
+    without: str
+    without_where: dict
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """How `bench report` concludes on a task (headline metric units).
+
+    Attributes:
+        budgets: mean passes at which every strategy's frontier is compared (interpolated in log passes).
+        margin: non-inferiority margin against the reference ("reaches the reference's quality").
+        reference: the strategy name of the run every speed-up is measured against (None: the line
+            with the most mean passes, the one that reveals least per pass).
+        ablations: the Ablation objects that apply (resolved from the keys a task names).
+    """
+    budgets: tuple
+    margin: float
+    reference: str | None = None
+    ablations: tuple = ()
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """One task's declaration: specs per tier, input limits per tier, verdict settings."""
+    task: str
+    specs: dict                                  # tier -> list of strategy specs
+    limits: dict = field(default_factory=dict)   # tier -> number of inputs (absent: the full data)
+    verdicts: Verdicts | None = None
+    ablation_keys: tuple = ()
+    headline: bool = False                       # what `bench run` without --tasks or --preset runs
+
+
+def sweep(name, key, values, extra=""):
+    """['name:key=v1extra', ...]: one strategy over values of its swept parameter."""
+    return [f"{name}:{key}={v:g}{extra}" for v in values]
+
+
+def caller_module(depth=2):
+    return sys._getframe(depth).f_globals.get("__name__", "?")
+
+
+def register_ablation(key, ablation):
+    """Declare ``ablation`` under ``key`` (a task's settings name the keys that apply to it)."""
+    return claim("ablation", ABLATIONS, key, ablation, origin=caller_module())
+
+
+def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations=(), headline=False):
+    """Declare task ``task``'s preset specs (tier -> specs), limits (tier -> inputs), verdict
+    settings and the keys of the ablations that apply to it; checked in one line each."""
+    unknown = sorted((set(specs) | set(limits or {})) - set(TIERS))
+    if unknown:
+        raise BenchError(f"task {task!r} declares specs for unknown preset tiers {', '.join(unknown)}; "
+                         f"tiers are {', '.join(TIERS)}")
+    settings = TaskSettings(task, dict(specs), dict(limits or {}), verdicts, tuple(ablations), headline)
+    return claim("task settings", TASK_SETTINGS, task, settings, origin=caller_module())
+
+
+def task_settings(task):
+    """The settings task ``task`` declared, or None (a task folder without a presets module)."""
+    load_plugins("presets")
+    return TASK_SETTINGS.get(task)
+
+
+def all_task_settings():
+    load_plugins("presets")
+    return dict(TASK_SETTINGS)
+
+
+def verdicts_for(task):
+    """Task ``task``'s Verdicts with its ablations resolved, or None when it declares none. An
+    ablation key no family registered is a one-line error naming the task and the keys known."""
+    settings = task_settings(task)
+    if settings is None or settings.verdicts is None:
+        return None
+    missing = [key for key in settings.ablation_keys if key not in ABLATIONS]
+    if missing:
+        raise BenchError(f"task {task!r} names ablations {', '.join(missing)} that no strategy family registers; "
+                         f"registered: {', '.join(sorted(ABLATIONS)) or 'none'}")
+    ablations = tuple(ABLATIONS[key] for key in settings.ablation_keys)
+    v = settings.verdicts
+    return Verdicts(v.budgets, v.margin, v.reference, ablations)
+
+
+def declared_in(task):
+    """The module that declared ``task``'s settings (for messages)."""
+    return ORIGINS.get(("task settings", task), "?")

@@ -1,0 +1,32 @@
+"""The exact tasks' preset tiers and verdict settings (bench.settings; light: no model code):
+``hmm`` decodes with the exact chain, ``hmm_mdm`` with the trained MDM, on the same sweep; on
+the chain the MI oracle reads exact MI (no probing). Both are cheap (about 5 minutes together
+on 2 cores), so ``default`` runs the full sweep; ``paper`` adds the seeds (bench.presets).
+"""
+from bench.settings import Verdicts, register_task_settings, sweep
+from strategies.learned.presets import learned_sweep
+
+GAMMAS = (1, 2, 4, 8)
+SWEEP = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin", "k", (2, 4, 8))
+         + sweep("eb", "gamma", GAMMAS) + sweep("threshold", "tau", (0.9, 0.7, 0.5))
+         + sweep("mi", "gamma", GAMMAS) + sweep("mi", "gamma", GAMMAS, ",lam=0")
+         + sweep("mi_eb", "gamma", GAMMAS) + learned_sweep((8, 16, 32)))
+EXACT = SWEEP + sweep("mi_oracle", "gamma", (2, 4, 8))
+QUICK = ["sequential", "topk:k=8", "margin:k=8", "eb:gamma=2", "threshold:tau=0.7", "mi:gamma=2",
+         "mi:gamma=2,lam=0", "mi_eb:gamma=2", "learned:T=16,mode=sample", "learned:T=16,mode=sample,init=true"]
+# KL in nats per sequence; sequential is exact (KL 0) on the chain
+VERDICTS = Verdicts(budgets=(8, 16, 24, 32), margin=0.1, reference="sequential")
+LEARNED = ("learned_sample", "learned_threshold")
+
+register_task_settings(
+    "hmm", {"paper": EXACT, "default": EXACT, "quick": QUICK + ["mi_oracle:gamma=2"],
+            "ci": ["sequential", "topk:k=8", "eb:gamma=2", "mi_oracle:gamma=2"]},
+    limits={"ci": 200}, verdicts=VERDICTS,
+    ablations=("mi_term_greedy", "mi_term_eb", "oracle_symmetric", "oracle_directed", "mi_vs_eb") + LEARNED)
+# The oracle probes the trained MDM (V = 8 passes per probed row: about 12 minutes for 1,000
+# sequences on 2 cores), so the hmm_mdm tiers leave it out; the chain's exact oracle is in `hmm`.
+register_task_settings(
+    "hmm_mdm", {"paper": SWEEP, "default": SWEEP, "quick": QUICK,
+                "ci": ["sequential", "topk:k=8", "eb:gamma=2", "threshold:tau=0.7"]},
+    limits={"quick": 500, "ci": 200}, verdicts=VERDICTS,
+    ablations=("mi_term_greedy", "mi_term_eb", "mi_vs_eb") + LEARNED)
