@@ -12,10 +12,10 @@ Measured in docs/running.md ("Benchmarks (pytest-benchmark)", the decode overhea
 import ctypes
 import ctypes.util
 
-M_TRIM_THRESHOLD = -1
-M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD = 32 * 2 ** 20   # glibc's largest allowed on 64-bit systems
-TRIM_THRESHOLD = 2 ** 30        # heap top kept unless a GiB of it is free
+M_TRIM_LIMIT = -1    # glibc's M_TRIM_THRESHOLD parameter code
+M_MMAP_LIMIT = -3    # glibc's M_MMAP_THRESHOLD parameter code
+MMAP_LIMIT = 32 * 2 ** 20   # glibc's largest allowed on 64-bit systems
+TRIM_LIMIT = 2 ** 30        # heap top kept unless a GiB of it is free
 
 
 def keep_freed_memory():
@@ -28,4 +28,4 @@ def keep_freed_memory():
         return False
     # both together: setting either one alone stops glibc's adaptive mmap threshold and leaves the
     # other at its 128 KiB default, which made forward passes 1.3-2.3x slower when measured
-    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    return bool(mallopt(M_MMAP_LIMIT, MMAP_LIMIT)) and bool(mallopt(M_TRIM_LIMIT, TRIM_LIMIT))

@@ -88,7 +88,7 @@ def build_from_payload(payload, build, what, path, how_to_make):
 
 
 def load_helper(path, what, how_to_make, model_id, build):
-    """A trained helper of a model (MI estimator, order policy): (network in eval mode, payload).
+    """A trained helper of a model (a dependency estimator, an order policy): (network in eval mode, payload).
 
     The file must record ``model_id``, the checkpoint of the model it was trained on.
     """

@@ -26,7 +26,7 @@ ABS_TOLERANCE, REL_TOLERANCE = 1e-6, 1e-6
 RUN_MARKS = ("missing", "new", "not comparable")
 METRIC_MARKS = ("within noise", "better", "worse", "missing", "new")
 # A JSON object holding any of these is a run summary, complete or not; other tools' files in a
-# results folder (MI results: schema_version, task, estimator, ...) hold none of them.
+# results folder (estimator results: schema_version, task, estimator, ...) hold none of them.
 RUN_KEYS = tuple(k for k in SUMMARY_KEYS if k != "task") + ("records_file",)
 FAIL_ON_HELP = f"""Compare two sets of results (the CI regression gate).
 
@@ -242,7 +242,7 @@ def finished(result):
 
 def identity(result):
     """What pairs two runs: task and the fully resolved strategy spec. Parameters left empty are
-    dropped (results before schema 1 wrote them: 'mi:gamma=0.3,lam=1.0,estimator=')."""
+    dropped (results before schema 1 wrote them: 'name:gamma=0.3,lam=1.0,estimator=')."""
     name, _, params = result["config"]["strategy_spec"].partition(":")
     kept = [pair for pair in params.split(",") if pair and not pair.endswith("=")]
     return result["task"], f"{name}:{','.join(kept)}" if kept else name

@@ -108,7 +108,7 @@ class StepState:
 
 class Strategy:
     """Chooses which masked positions to reveal at a pass. Subclasses are dataclasses whose
-    fields are the strategy's parameters (``topk:k=7`` sets ``k``)."""
+    fields are the strategy's parameters (``name:k=7`` sets ``k``)."""
     name: ClassVar[str]
     requires: ClassVar[tuple] = ()   # TaskProtocols a task must implement for this strategy
     aux_passes_metric: ClassVar[str | None] = None   # record field of passes besides decoding (an oracle's probing)
@@ -150,8 +150,8 @@ class Task:
     Required: ``name``, ``headline`` (the metric Pareto plots use), ``load_model``, ``eval_set``,
     ``records``, ``summarize``, ``config``. Every other member is an optional hook with its
     default here; the commands that need a hook a task lacks say so in one line. What a strategy
-    family needs of a task beyond these it declares as a TaskProtocol (the MI helpers in
-    strategies/mi, the learned order in strategies/learned), which a task implements by defining
+    family needs of a task beyond these it declares as a TaskProtocol (the dependency helpers
+    and the order policy of two strategy families), which a task implements by defining
     its members (bench.protocols).
     """
     name: ClassVar[str]

@@ -142,7 +142,7 @@ class FirstPasses:
 def pass_bar(masked):
     """A bar over the batch's masked positions, advanced as passes reveal them, with the pass and
     the rows still to decode beside it: a one-batch run otherwise shows 0/1 batches until its end.
-    Shown only on a terminal (tqdm's disable=None) and only after 1 s (short decodes: MI labels,
+    Shown only on a terminal (tqdm's disable=None) and only after 1 s (short decodes: helper labels,
     training plays, tests); cleared when the batch ends."""
     return tqdm(total=int(masked.sum()), desc="  passes", unit="pos", leave=False, disable=None, delay=1.0)
 

@@ -6,7 +6,7 @@ for ``cpu``/``float32`` (the default: nothing differs from a run without the opt
 tokens there, runs under ``torch.autocast`` for ``bfloat16``, and hands the outputs back as
 float32 on the device the tokens came from. The decode loop, the strategies' rules and every
 random draw thus stay where they were (the CPU), so a GPU changes the model's numbers only.
-Trained helpers (an MI estimator, an order policy) go to the model's device with
+Trained helpers (a dependency estimator, an order policy) go to the model's device with
 ``helper_device`` and ``run_helper``; they stay float32.
 
 A run's config records ``device`` (its kind: ``cuda`` for any ``cuda:N``) and ``dtype`` when they

@@ -1,5 +1,5 @@
 """Task protocols: what a strategy family needs of a task beyond ``bench.core.Task``, declared by
-the family (strategies/mi, strategies/learned) and implemented by a task that defines the
+the family (its package under strategies/) and implemented by a task that defines the
 members. This module imports no model code: the command line reads protocols without torch."""
 from dataclasses import dataclass
 
@@ -12,7 +12,7 @@ class TaskProtocol:
     support it (``required``) and those it may define (``optional``, with their meaning). A
     strategy names the protocols it needs in ``requires``; `bench run` refuses a strategy on a task
     without them in one line, and `bench list` says which task supports which."""
-    name: str            # what it supports: 'MI estimator'
+    name: str            # what it supports, e.g. 'order policy'
     declared_in: str     # the module that declares it, for the error line
     required: tuple
     optional: tuple = ()

@@ -43,7 +43,7 @@ class TrainTarget:
 
 
 def where(obj):
-    """'strategies.topk.TopK': the module and name a registered object is defined by (a string
+    """'strategies.name.Name': the module and name a registered object is defined by (a string
     is taken as already naming it: a module that declared settings)."""
     if isinstance(obj, str):
         return obj
@@ -162,7 +162,7 @@ def make_task(name, data=None, model=None):
 
 
 def split_specs(text):
-    """'sequential,topk:k=2,order=margin,eb:gamma=1' -> ['sequential', 'topk:k=2,order=margin', 'eb:gamma=1'].
+    """'a,b:k=2,order=x,c:gamma=1' -> ['a', 'b:k=2,order=x', 'c:gamma=1'].
 
     A comma-separated piece holding '=' but no ':' continues the previous strategy's parameters.
     """
@@ -254,7 +254,7 @@ def parse_strategy(spec):
             allowed = ", ".join(by_name) or "none"
             raise BenchError(f"unknown parameter {key!r} for strategy {cls.name!r}{closest(key, by_name)}; "
                              f"allowed: {allowed}")
-        if key in kwargs:  # one value per key: 'topk:k=3,k=4' is ambiguous
+        if key in kwargs:  # one value per key: 'name:k=3,k=4' is ambiguous
             raise BenchError(f"{cls.name}: parameter {key} is given twice; give it once")
         try:
             kwargs[key] = cast_value(field_type_name(by_name[key]), text)
@@ -268,7 +268,7 @@ def parse_strategy(spec):
 
 
 def canonical(strategy):
-    """The full spec with every parameter resolved: 'topk:k=2,order=confidence'. A parameter left
+    """The full spec with every parameter resolved: 'name:k=2,order=confidence'. A parameter left
     empty (a helper file meaning "the task's shipped one") is left out: the helper's identity is
     recorded apart, so the name stays short."""
     params = ",".join(f"{f.name}={getattr(strategy, f.name)}" for f in fields(strategy)

@@ -246,7 +246,7 @@ def scan_results(root, with_paths=False, any_schema=False):
     """(every run summary under ``root`` (``with_paths``: (path, summary) pairs), one line per
     .json file there that cannot be read as one).
 
-    JSON objects that are not shaped like run summaries (other tools' files, such as MI results)
+    JSON objects that are not shaped like run summaries (other tools' files, such as a helper's evaluation results)
     are neither results nor problems."""
     found, problems = [], []
     for path in sorted(Path(root).rglob("*.json")):

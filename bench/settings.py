@@ -4,7 +4,7 @@
 A task's ``tasks/<name>/presets.py`` calls ``register_task_settings``: the strategy specs of each
 preset tier it takes part in, its input limit per tier, and its verdict settings (the reference
 run, the pass budgets, the non-inferiority margin, which ablations apply). A strategy family's
-``presets.py`` (a package such as ``strategies/mi``) calls ``register_ablation`` for each idea it
+``presets.py`` (a package under ``strategies/``) calls ``register_ablation`` for each idea it
 must be credited against. ``bench`` itself names no task and no strategy.
 """
 import sys

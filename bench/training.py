@@ -1,8 +1,8 @@
 """`bench train TARGET` and `bench data TARGET`: hand the work to the task or plugin that owns it.
 
 `bench train TASK KEY=VALUE...` calls the task's ``train_model``; `bench train NAME --task T`
-calls a plugin trainer (``bench.registry.register_trainer``: the MI estimator, the learned
-order). `bench data NAME` calls the builder a task names in ``data_builders``. `--device` and
+calls a plugin trainer (``bench.registry.register_trainer``: a strategy family's estimator
+or policy). `bench data NAME` calls the builder a task names in ``data_builders``. `--device` and
 `--dtype` are set for the trainers to read (``bench.device.selected()``): the shipped ones put the
 network being trained (and the frozen model a helper reads) there.
 """

@@ -15,8 +15,8 @@ def add_run_arguments(parser):
                                          "tasks/<name>/presets.py); the flags below override it")
     parser.add_argument("--tasks", help="comma-separated task names (default: the preset's; without --preset: "
                                         "the headline task, the one whose presets.py says headline=True)")
-    parser.add_argument("--strategies", help="comma-separated specs, e.g. sequential,topk:k=7,order=margin "
-                                             "(default: the preset's sweep per task)")
+    parser.add_argument("--strategies", help="comma-separated specs NAME or NAME:key=value,... (`bench list` "
+                                             "names them; default: the preset's sweep per task)")
     parser.add_argument("--seed", type=int, help="seed of every sampled choice, 0 to 2**32 - 1 (default: the "
                                                  "preset's, 0)")
     parser.add_argument("--limit", type=int, help="only the first N inputs (default: the preset's; all)")
@@ -63,13 +63,7 @@ def add_plan_arguments(parser):
 @register_command("plan", "what a `bench run` with these arguments will cost, before running it", add_plan_arguments)
 def plan(args):
     """The plan of the `bench run` these arguments make, without running it."""
-    import torch
-
     from bench.run.local import prepare_runs
-    from bench.run.plan import minutes, plan_task, print_plan
-    total = 0.0
-    for task_runs in prepare_runs(args):
-        total += print_plan(f"{task_runs.task.name} seed {task_runs.seed}", plan_task(task_runs, args),
-                            out=sys.stdout)
-    print(f"total {minutes(total)} expected on this machine ({torch.get_num_threads()} torch threads)")
+    from bench.run.plan import print_whole_plan
+    print_whole_plan(prepare_runs(args), args, out=sys.stdout)
     return 0

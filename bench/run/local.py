@@ -26,7 +26,7 @@ from bench.run.checks import (
     prepare,
     set_temperature,
 )
-from bench.run.plan import minutes, plan_task, print_plan
+from bench.run.plan import minutes, print_whole_plan
 from bench.run.verify import draws_randomly, verify_run
 
 
@@ -71,12 +71,17 @@ def run_one(run):
 def run_tasks(args):
     """Run a preset (``default`` unless --preset) with the command line's overrides, in this
     process (``--executor local``; bench.run.ray_executor runs ``--executor ray``)."""
-    for task_runs in prepare_runs(args):
-        planned = print_plan(f"{task_runs.task.name} seed {task_runs.seed}", plan_task(task_runs, args))
+    every_task = prepare_runs(args)
+    planned = print_whole_plan(every_task, args)     # the whole plan before any run
+    start_all = time.perf_counter()
+    for task_runs, task_planned in zip(every_task, planned):
         start = time.perf_counter()
         run_task(task_runs, args)
-        print(f"{task_runs.task.name} seed {task_runs.seed}: planned {minutes(planned)}, took "
+        print(f"{task_runs.task.name} seed {task_runs.seed}: planned {minutes(task_planned)}, took "
               f"{minutes(time.perf_counter() - start)}", file=sys.stderr)
+    if len(every_task) > 1:
+        print(f"all tasks: planned {minutes(sum(planned))}, took {minutes(time.perf_counter() - start_all)}",
+              file=sys.stderr)
     return 0
 
 

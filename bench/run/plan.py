@@ -7,11 +7,13 @@ alone take (row-passes x the measured seconds of one row's forward pass at the r
 - Expected passes come from a committed result of the same task, strategy and model
   (``results/``, any input count), or else from a pilot: the first PILOT_INPUTS inputs decoded.
 - Expected seconds: row-passes x the forward seconds measured here x the strategy family's cost
-  factor: its committed runs' seconds per row-pass relative to sequential's on the same committed
-  set (sequential spends almost nothing besides the forward pass, so the ratio is what the
-  strategy adds: estimator calls, bookkeeping, the ragged tail of a batch; ``family_factors``).
+  factor (its committed runs' seconds per row-pass relative to the cheapest family's on the same
+  committed set: that one spends almost nothing besides the forward pass, so the ratio is what the
+  strategy adds: estimator calls, bookkeeping, the ragged tail of a batch; ``family_factors``),
+  less the first pass a run takes from the task's shared FirstPasses, plus scoring: the records
+  (a judge, metrics) and the summary (bootstrap CIs), timed here on a pilot (``ScoringPrice``).
   A strategy with no committed run has factor 1 (its forward passes alone).
-- A run complete in --out costs its --verify inputs decoded again.
+- A run complete in --out costs its --verify inputs decoded again and scored.
 
 `bench run` prints the same plan as its first lines and, per task, the planned and actual time.
 """
@@ -22,12 +24,14 @@ from pathlib import Path
 
 import torch
 
+from bench.decode import fill_values
 from bench.provenance import REPO
 from bench.registry import canonical
 from bench.results import scan_results
 from bench.run.cell import complete_run, decode_rows
 
 PILOT_INPUTS = 4      # inputs a run without a committed reference decodes to learn its passes
+SCORING_PILOT = 32    # inputs whose records are made and timed to price scoring
 TIMED_CALLS = 2       # forward calls timed per shape (after one warm-up call): the fastest counts
 COMMITTED = REPO / "results"
 
@@ -99,6 +103,38 @@ def family_factors(references):
     return {name: max(1.0, value / base) for name, value in best.items()} if base > 0 else {}
 
 
+class ScoringPrice:
+    """What scoring a run costs on this machine: making its records (per input: a judge, metrics)
+    and its summary (bootstrap CIs, which grow with the input count). Timed on a pilot: the first
+    SCORING_PILOT inputs completed by one argmax pass, their records made; the summary timed on
+    those records repeated to the run's input count."""
+
+    def __init__(self, task, model, eval_set):
+        self.task, self.eval_set = task, eval_set
+        rows = torch.arange(min(SCORING_PILOT, len(eval_set)))
+        tokens, masked = eval_set.tokens[rows], eval_set.masked[rows]
+        with torch.inference_mode():
+            filled, _ = fill_values(tokens, model(tokens.clone(), masked.clone()), masked, model.value_tokens)
+        start = time.perf_counter()
+        self.records = task.records(filled, masked.sum(1), rows, eval_set)
+        self.per_input = (time.perf_counter() - start) / len(rows)
+        if task.temperature > 0:   # sampled runs' records carry log q (an exact task's KL reads it)
+            for record in self.records:
+                record["log_q"] = 0.0
+        self.summary_seconds = {}
+
+    def summary(self, inputs):
+        if inputs not in self.summary_seconds:
+            tiled = [dict(self.records[i % len(self.records)], index=i) for i in range(inputs)]
+            start = time.perf_counter()
+            self.task.summarize(tiled)
+            self.summary_seconds[inputs] = time.perf_counter() - start
+        return self.summary_seconds[inputs]
+
+    def seconds(self, inputs, summarised=True):
+        return inputs * self.per_input + (self.summary(inputs) if summarised else 0.0)
+
+
 class TaskPricer:
     """Prices the runs of one task on one model: the committed references, each strategy family's
     cost factor on them and the forward seconds measured here, per batch shape (measured once)."""
@@ -108,6 +144,7 @@ class TaskPricer:
         self.references = committed_references(task.name, model.checkpoint_id)
         self.factors = family_factors(self.references)
         self.row_seconds = {}
+        self.scoring = ScoringPrice(task, model, eval_set)
 
     def forward(self, rows):
         rows = max(1, min(rows, len(self.eval_set)))
@@ -129,14 +166,16 @@ class TaskPricer:
         aux = sum(v for r in records for k, v in r.items() if k.endswith("_passes")) / count
         return passes, passes + aux, factor, f"pilot of {count}"
 
-    def estimate(self, run, label, inputs, batch_size, shared_first=False):
+    def estimate(self, run, label, inputs, batch_size, shared_first=False, summarised=True):
         """``shared_first``: the run's first pass comes from the task's FirstPasses (another run
-        of the invocation computed it), one row-pass per input less."""
+        of the invocation computed it), one row-pass per input less; ``summarised``: a summary is
+        written (a verification makes records only)."""
         passes, rows, factor, source = self.per_input(run)
         per_row = self.forward(min(batch_size, inputs))
         saved = inputs * per_row if shared_first else 0.0
         forward = inputs * rows * per_row
-        return Estimate(label, inputs, passes, forward * factor - saved, forward - saved, source)
+        seconds = forward * factor - saved + self.scoring.seconds(inputs, summarised)
+        return Estimate(label, inputs, passes, seconds, forward - saved, source)
 
 
 def minutes(seconds):
@@ -156,6 +195,15 @@ def print_plan(task_name, estimates, out=None):
     return total
 
 
+def print_whole_plan(task_runs_list, args, out=None):
+    """Every task's plan, then the invocation's total; returns each task's planned seconds."""
+    import torch
+    out = out or sys.stderr
+    planned = [print_plan(f"{t.task.name} seed {t.seed}", plan_task(t, args), out=out) for t in task_runs_list]
+    print(f"total {minutes(sum(planned))} expected on this machine ({torch.get_num_threads()} torch threads)", file=out)
+    return planned
+
+
 def plan_task(task_runs, args):
     """Estimates of one task's runs (``task_runs``: bench.run.cell.TaskRuns) for `bench run` with
     ``args``: a run complete in --out costs its --verify inputs decoded again, any other its whole
@@ -167,6 +215,7 @@ def plan_task(task_runs, args):
         if inputs:
             batch = inputs if complete else args.batch_size
             label = run.label + (" (verify)" if complete else "")
-            estimates.append(pricer.estimate(run, label, inputs, batch, shared_first=(inputs, batch) in first_done))
+            estimates.append(pricer.estimate(run, label, inputs, batch, shared_first=(inputs, batch) in first_done,
+                                             summarised=not complete))
             first_done.add((inputs, batch))
     return estimates

@@ -18,7 +18,7 @@ FLOAT_RTOL, FLOAT_ATOL = 1e-5, 1e-5
 
 def draws_randomly(task, strategy):
     """Whether a run draws random numbers: sampled values (temperature > 0) or a strategy in a
-    sampling mode (learned:mode=sample draws its reveals)."""
+    sampling mode (a policy that samples its reveals)."""
     return task.temperature > 0 or strategy.samples()
 
 
