@@ -458,8 +458,12 @@ def render(rows):
     lines = [[r.task, r.run, r.metric or "-", fmt_metric(r.base), fmt_metric(r.new),
               fmt_delta(r.base, r.new), r.mark, r.note] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(header, *lines)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(x) for x in lines])
+    return "\n".join(padded(cells, widths).rstrip() for cells in [header, ["-" * w for w in widths]] + lines)
+
+
+def padded(cells, widths):
+    """One plain-text table line: each cell left-aligned to its column's width."""
+    return "  ".join(c.ljust(w) for c, w in zip(cells, widths))
 
 
 def check_limit_names(limits, results):

@@ -95,16 +95,19 @@ def forward(model, tokens, masked, step):
 
 
 def copied(out):
-    """A copy of a model output whose tensors are copies too (a strategy may write into them)."""
-    twin = copy.copy(out)
-    for name, value in vars(out).items():
-        if isinstance(value, torch.Tensor):
-            setattr(twin, name, value.clone())
-    return twin
+    """A deep copy of a model output (a strategy may write into its tensors, nested ones too),
+    or None for an output that cannot be copied (it is then not kept)."""
+    try:
+        return copy.deepcopy(out)
+    except (TypeError, RuntimeError, copy.Error):
+        return None
 
 
 def output_bytes(out):
-    return sum(v.numel() * v.element_size() for v in vars(out).values() if isinstance(v, torch.Tensor))
+    """Bytes of the tensors an output holds as attributes (nested containers count as zero: the
+    bound is on what is measured)."""
+    values = vars(out).values() if hasattr(out, "__dict__") else ()
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
 class FirstPasses:
@@ -117,7 +120,7 @@ class FirstPasses:
 
     def __init__(self, model, limit_bytes=2 ** 31):
         self.model, self.limit_bytes, self.kept, self.used = model, limit_bytes, {}, 0
-        self.hits = self.misses = 0
+        self.hits = self.misses = self.hit_rows = 0
 
     @staticmethod
     def key(tokens, masked):
@@ -130,11 +133,13 @@ class FirstPasses:
         key = self.key(tokens, masked)
         if key in self.kept:
             self.hits += 1
+            self.hit_rows += len(tokens)
             return copied(self.kept[key])
         self.misses += 1
         out = forward(self.model, tokens, masked, 0)
-        if hasattr(out, "__dict__") and self.used + output_bytes(out) <= self.limit_bytes:
-            self.kept[key] = copied(out)
+        kept = copied(out) if self.used + output_bytes(out) <= self.limit_bytes else None
+        if kept is not None:
+            self.kept[key] = kept
             self.used += output_bytes(out)
         return out
 

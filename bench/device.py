@@ -27,6 +27,11 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 DEFAULT_DEVICE, DEFAULT_DTYPE = "cpu", "float32"
 
 
+def on_cpu(tensor, device):
+    """``tensor`` as float32 on ``device`` (None stays None)."""
+    return None if tensor is None else tensor.float().to(device)
+
+
 @dataclass(frozen=True)
 class Placement:
     """A resolved device (``cpu``, ``cuda``, ``cuda:1``) and dtype (``float32``, ``bfloat16``)."""
@@ -128,8 +133,7 @@ class Placed:
         device = torch.device(self.placement.device)
         with torch.inference_mode(), self.placement.autocast():
             out = self.model(tokens.to(device), masked.to(device))
-        back = lambda t: None if t is None else t.float().to(tokens.device)  # noqa: E731
-        return ModelOutput(logits=back(out.logits), hidden=back(out.hidden))
+        return ModelOutput(logits=on_cpu(out.logits, tokens.device), hidden=on_cpu(out.hidden, tokens.device))
 
     def to(self, device):
         return self

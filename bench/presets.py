@@ -77,8 +77,11 @@ def sweep_of(task_name, tier="default"):
 
 def preset_tasks(preset):
     """The tasks a preset runs without --tasks: those that declare specs for its tier (every
-    registered task for a tier with ``any_task``), in the order their settings were declared."""
-    declared = [name for name, s in all_task_settings().items() if preset.name in s.specs]
+    registered task for a tier with ``any_task``), the headline task first, then in the order
+    their settings were declared."""
+    settings = all_task_settings()
+    declared = sorted((name for name, s in settings.items() if preset.name in s.specs),
+                      key=lambda name: not settings[name].headline)
     if not preset.any_task:
         return declared
     load_plugins()

@@ -78,6 +78,8 @@ def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations
     if unknown:
         raise BenchError(f"task {task!r} declares specs for unknown preset tiers {', '.join(unknown)}; "
                          f"tiers are {', '.join(TIERS)}")
+    if verdicts is not None and not (verdicts.budgets and all(b > 0 for b in verdicts.budgets)):
+        raise BenchError(f"task {task!r} declares pass budgets {verdicts.budgets!r}; give at least one, each above 0")
     settings = TaskSettings(task, dict(specs), dict(limits or {}), verdicts, tuple(ablations), headline)
     return claim("task settings", TASK_SETTINGS, task, settings, origin=caller_module())
 

@@ -75,3 +75,23 @@ def test_a_kept_first_pass_is_copied_and_the_memory_bound_holds():
     none_kept = FirstPasses(model, limit_bytes=0)
     none_kept(tokens, masked), none_kept(tokens, masked)
     assert model.calls == 4 and none_kept.kept == {}
+
+
+def test_an_output_that_cannot_be_copied_is_computed_each_time():
+    """A plugin model's output type that deepcopy refuses: not kept, and no error."""
+    class Uncopyable:
+        def __init__(self, logits):
+            self.logits = logits
+
+        def __deepcopy__(self, memo):
+            raise TypeError("no copies")
+
+    class Model(CountingModel):
+        def __call__(self, tokens, masked):
+            return Uncopyable(super().__call__(tokens, masked).logits)
+
+    tokens, masked = torch.tensor([[1, 2, 0]]), torch.tensor([[False, False, True]])
+    model = Model()
+    shared = FirstPasses(model)
+    shared(tokens, masked), shared(tokens, masked)
+    assert model.calls == 2 and shared.kept == {}

@@ -114,3 +114,10 @@ def test_list_names_presets_and_strategies_missing_from_the_sweep():
     assert proc.returncode == 0 and "presets" in proc.stdout and "paper" in proc.stdout and "quick" in proc.stdout
     missing = unswept(STRATEGIES)
     assert ("not in any task's paper sweep" in proc.stdout) == bool(missing)
+
+
+def test_declared_budgets_must_be_positive_and_the_headline_task_runs_first():
+    from bench.settings import Verdicts
+    with pytest.raises(BenchError, match="declares pass budgets \\(\\); give at least one"):
+        register_task_settings("a_task_with_no_budgets", {"default": ["sequential"]}, verdicts=Verdicts((), 0.1))
+    assert [p.task for p in plan("default")][0] == "sudoku"

@@ -35,9 +35,7 @@ def comparison_group(results):
 
     Picks the group with the most runs (newest on ties), so a quick --limit run does not mix in.
     """
-    key = lambda r: (r["model"]["id"], r["config"]["data_id"], r["config"]["limit"], r["config"]["seed"],  # noqa: E731
-                     r["config"].get("temperature"), r["config"].get("device", "cpu"),
-                     r["config"].get("dtype", "float32"))
+    key = comparison_key
     counts = Counter(key(r) for r in results)
     newest = {key(r): r["provenance"]["finished_at"] for r in results}
     best = max(counts, key=lambda k: (counts[k], newest[k]))
@@ -75,12 +73,21 @@ def task_groups(results_dir):
             for task, (group, left_out) in groups.items()}
 
 
+def comparison_key(r):
+    """What runs must share to be compared: model, data, limit, seed, temperature, device, dtype."""
+    return (r["model"]["id"], r["config"]["data_id"], r["config"]["limit"], r["config"]["seed"],
+            r["config"].get("temperature"), r["config"].get("device", "cpu"), r["config"].get("dtype", "float32"))
+
+
+def seed_free_key(r):
+    """What the runs of one group share under every seed: task, model, data, limit, temperature."""
+    return r["task"], r["model"]["id"], r["config"]["data_id"], r["config"]["limit"], r["config"].get("temperature")
+
+
 def every_seed(group, results):
     """The runs of ``group``'s task, model, data, limit and temperature under every seed (verdicts
     pool seeds; figures and the full table show the one seed of ``group``)."""
-    same = lambda r: (r["task"], r["model"]["id"], r["config"]["data_id"], r["config"]["limit"],  # noqa: E731
-                      r["config"].get("temperature"))
-    return [r for r in results if same(r) == same(group[0])]
+    return [r for r in results if seed_free_key(r) == seed_free_key(group[0])]
 
 
 def plugin_sections(results_dir, out_dir, figures=True):

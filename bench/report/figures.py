@@ -74,7 +74,7 @@ def error_bars(runs, name):
             [[max(0.0, m["value"] - m["ci_low"]) for m in ms], [max(0.0, m["ci_high"] - m["value"]) for m in ms]])
 
 
-def draw_lines(ax, lines, headline, layout, colours=None, reference=None):
+def draw_lines(ax, lines, headline, layout, *, colours=None, reference=None):
     """One line with CI bars per sweep, in its strategy's colour (``colours``, else
     ``line_colours``; a new dash pattern for each further line of the same strategy, e.g. another
     order); the lines of the ``reference`` strategy as stars."""
@@ -144,7 +144,7 @@ def log_tick_formatter(leading):
     return matplotlib.ticker.FuncFormatter(label)
 
 
-def style_axes(ax, results, headline, task, layout, reference=None):
+def style_axes(ax, results, headline, task, layout, *, reference=None):
     quality = metric_of(results[0], headline)
     ax.set_xscale("log")
     ax.margins(x=0.08)
@@ -164,7 +164,7 @@ def style_axes(ax, results, headline, task, layout, reference=None):
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=layout.font - 1, frameon=False)
 
 
-def draw_pareto(results, task, out_dir, layout=LAYOUTS[0], metric=None, colours=None):
+def draw_pareto(results, task, out_dir, layout=LAYOUTS[0], *, metric=None, colours=None):
     """Mean passes (log x) against the headline metric (or ``metric``, then in its own files):
     a line per sweep with CI bars (``colours``: strategy name -> colour), the frontier and the
     reference run's quality (``reference_of``); written as PNG and PDF."""
@@ -177,8 +177,8 @@ def draw_pareto(results, task, out_dir, layout=LAYOUTS[0], metric=None, colours=
     draw_frontier(ax, results, headline)
     colours = colours or line_colours(lines)
     star = reference["strategy"] if reference is not None else None
-    draw_lines(ax, lines, headline, layout, colours, star)
-    style_axes(ax, results, headline, task, layout, star)
+    draw_lines(ax, lines, headline, layout, colours=colours, reference=star)
+    style_axes(ax, results, headline, task, layout, reference=star)
     fig.tight_layout()
     label_points(ax, lines, headline, layout, colours)
     stem = f"pareto_{task}" + (f"_{metric}" if metric else "")
@@ -200,7 +200,8 @@ def draw_figures(group, task, out_dir, colours=None):
     """The Pareto plots of the headline and of every extra figure, in both layouts."""
     paths = [p for layout in LAYOUTS for p in draw_pareto(group, task, out_dir, layout, colours=colours)]
     for metric in extra_figures(group):
-        paths += [p for layout in LAYOUTS for p in draw_pareto(group, task, out_dir, layout, metric, colours)]
+        paths += [p for layout in LAYOUTS
+                  for p in draw_pareto(group, task, out_dir, layout, metric=metric, colours=colours)]
     return paths
 
 

@@ -34,11 +34,15 @@ def summary_rows(results):
     return header, rows
 
 
+def padded(cells, widths):
+    """One plain-text table line: each cell left-aligned to its column's width."""
+    return "  ".join(c.ljust(w) for c, w in zip(cells, widths))
+
+
 def render_text(results):
     header, rows = summary_rows(results)
     widths = [max(len(x) for x in col) for col in zip(header, *rows)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
-    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
+    return "\n".join(padded(cells, widths) for cells in [header, ["-" * w for w in widths]] + rows)
 
 
 def markdown(header, rows):

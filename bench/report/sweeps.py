@@ -37,8 +37,7 @@ def sweep_lines(results):
         for r in runs:
             extra = " ".join(f"{k}={r['config']['strategy_params'][k]}" for k in sorted(fixed))
             lines.setdefault(f"{name} {extra}".strip(), []).append(r)
-    passes = lambda r: metric_of(r, "passes")["value"]  # noqa: E731
-    return {key: sorted(runs, key=passes) for key, runs in sorted(lines.items())}
+    return {key: sorted(runs, key=mean_passes) for key, runs in sorted(lines.items())}
 
 
 def point_label(run, line):
@@ -54,11 +53,15 @@ def reference_run(results, reference=None):
     """The run every figure and table compares with. ``reference`` (a task's declared strategy
     name): its run with the most mean passes, or None where it has no run. No reference declared:
     the most expensive run of the line whose runs have the most mean passes on average (the rule
-    that reveals least per pass)."""
+    that reveals least per pass). Runs of equal passes (the reference under another order) go to
+    the first by spec, so the choice does not depend on the order the files were read in."""
     if reference is not None:
         candidates = [r for r in results if r["strategy"] == reference]
     else:
         lines = list(sweep_lines(results).values())
-        average = lambda line: sum(map(mean_passes, line)) / len(line)  # noqa: E731
-        candidates = max(lines, key=average) if lines else []
-    return max(candidates, key=mean_passes, default=None)
+        candidates = max(lines, key=average_passes) if lines else []
+    return min(candidates, key=lambda r: (-mean_passes(r), r["config"]["strategy_spec"]), default=None)
+
+
+def average_passes(line):
+    return sum(map(mean_passes, line)) / len(line)

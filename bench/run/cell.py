@@ -50,7 +50,9 @@ class Run:
     again when it is found complete; ``command``: the `bench run` words (without --strategies)
     that remake it (default: its task, seed, limit, batch size and --out); ``cells_on``: where
     its cells run when that is not where ``model`` is (the Ray driver's model stays on the CPU);
-    ``first_passes``: the FirstPasses its task's runs share (None: each batch computes its own)."""
+    ``first_passes``: the FirstPasses its task's runs share (None: each batch computes its own);
+    ``shared_first_rows``: inputs whose first pass it took from there (its summary records them,
+    so the plan prices its seconds per pass without the passes it did not compute)."""
     task: Task
     model: object
     eval_set: object
@@ -64,6 +66,7 @@ class Run:
     command: list | None = None
     cells_on: Placement | None = None
     first_passes: FirstPasses | None = None
+    shared_first_rows: int = 0
 
     @functools.cached_property
     def config(self):
@@ -136,8 +139,11 @@ def decode_rows(run, rows):
     stream, keyed by the run's seed and its eval-set index (bench.streams), so its record does not
     depend on the rows decoded with it: not on the batch size, nor on the shard."""
     task, eval_set, strategy = run.task, run.eval_set, run.strategy
+    shared_before = run.first_passes.hit_rows if run.first_passes is not None else 0
     result = decode(run.model, eval_set.tokens[rows], eval_set.masked[rows], strategy,
                     task.temperature, seed=run.seed, index=rows, first_pass=run.first_passes)
+    if run.first_passes is not None:
+        run.shared_first_rows += run.first_passes.hit_rows - shared_before
     records = task.records(result.tokens, result.passes, rows, eval_set)
     if strategy.aux_passes_metric:
         for record, aux in zip(records, result.aux_passes.tolist()):
@@ -200,7 +206,8 @@ def summarize(run, records, model):
                       "n_params": model.n_params},
             "device": model_placement(model).describe(),
             "metrics": task.summarize(records) + aux_pass_metrics(records, run.strategy),
-            "n_samples": len(records), "wall_seconds": seconds, "extra_figures": list(task.extra_figures),
+            "n_samples": len(records), "wall_seconds": seconds, "first_pass_shared_rows": run.shared_first_rows,
+            "extra_figures": list(task.extra_figures),
             "floor": floor, "floor_label": task.floor_label() if floor is not None else None,
             "provenance": provenance()}
 

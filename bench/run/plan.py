@@ -17,6 +17,7 @@ alone take (row-passes x the measured seconds of one row's forward pass at the r
 
 `bench run` prints the same plan as its first lines and, per task, the planned and actual time.
 """
+import functools
 import sys
 import time
 from dataclasses import dataclass
@@ -73,7 +74,10 @@ def row_passes(summary):
 
 
 def seconds_per_row_pass(summary):
-    return summary["wall_seconds"] / max(row_passes(summary), 1)
+    """A committed run's decoding seconds per forward pass it computed (a first pass it took from
+    the shared FirstPasses, ``first_pass_shared_rows``, cost it nothing)."""
+    computed = row_passes(summary) - summary.get("first_pass_shared_rows", 0)
+    return summary["wall_seconds"] / max(computed, 1)
 
 
 def forward_row_seconds(model, eval_set, rows):
@@ -118,7 +122,7 @@ class ScoringPrice:
             filled, _ = fill_values(tokens, forward(model, tokens, masked, 0), masked, model.value_tokens)
         start = time.perf_counter()
         self.records = task.records(filled, masked.sum(1), rows, eval_set)
-        self.per_input = (time.perf_counter() - start) / len(rows)
+        self.per_input = (time.perf_counter() - start) / max(len(rows), 1)
         if task.temperature > 0:   # sampled runs' records carry log q (an exact task's KL reads it)
             for record in self.records:
                 record["log_q"] = 0.0
@@ -145,7 +149,11 @@ class TaskPricer:
         self.references = committed_references(task.name, model.checkpoint_id)
         self.factors = family_factors(self.references)
         self.row_seconds = {}
-        self.scoring = ScoringPrice(task, model, eval_set)
+
+    @functools.cached_property
+    def scoring(self):
+        """Timed when first needed (a plan of complete runs with --verify 0 scores nothing)."""
+        return ScoringPrice(self.task, self.model, self.eval_set)
 
     def forward(self, rows):
         rows = max(1, min(rows, len(self.eval_set)))
@@ -167,7 +175,7 @@ class TaskPricer:
         aux = sum(v for r in records for k, v in r.items() if k.endswith("_passes")) / count
         return passes, passes + aux, factor, f"pilot of {count}"
 
-    def estimate(self, run, label, inputs, batch_size, shared_first=False, summarised=True):
+    def estimate(self, run, label, inputs, batch_size, *, shared_first=False, summarised=True):
         """``shared_first``: the run's first pass comes from the task's FirstPasses (another run
         of the invocation computed it), one row-pass per input less; ``summarised``: a summary is
         written (a verification makes records only)."""
@@ -175,7 +183,7 @@ class TaskPricer:
         per_row = self.forward(min(batch_size, inputs))
         saved = inputs * per_row if shared_first else 0.0
         forward = inputs * rows * per_row
-        seconds = forward * factor - saved + self.scoring.seconds(inputs, summarised)
+        seconds = forward * factor - saved + (self.scoring.seconds(inputs, summarised) if inputs else 0.0)
         return Estimate(label, inputs, passes, seconds, forward - saved, source)
 
 
