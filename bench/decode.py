@@ -137,10 +137,11 @@ class FirstPasses:
             return copied(self.kept[key])
         self.misses += 1
         out = forward(self.model, tokens, masked, 0)
-        kept = copied(out) if self.used + output_bytes(out) <= self.limit_bytes else None
+        size = output_bytes(out)
+        kept = copied(out) if self.used + size <= self.limit_bytes else None
         if kept is not None:
             self.kept[key] = kept
-            self.used += output_bytes(out)
+            self.used += size
         return out
 
 

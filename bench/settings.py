@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field
 
 from bench.errors import BenchError
-from bench.registry import ORIGINS, claim, load_plugins
+from bench.registry import claim, load_plugins
 
 TIERS = ("quick", "default", "paper", "ci")   # the preset tiers a task may declare specs for
 TASK_SETTINGS = {}   # task name -> TaskSettings
@@ -108,8 +108,3 @@ def verdicts_for(task):
     ablations = tuple(ABLATIONS[key] for key in settings.ablation_keys)
     v = settings.verdicts
     return Verdicts(v.budgets, v.margin, v.reference, ablations)
-
-
-def declared_in(task):
-    """The module that declared ``task``'s settings (for messages)."""
-    return ORIGINS.get(("task settings", task), "?")

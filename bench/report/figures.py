@@ -181,10 +181,15 @@ def draw_pareto(results, task, out_dir, layout=LAYOUTS[0], *, metric=None, colou
     style_axes(ax, results, headline, task, layout, reference=star)
     fig.tight_layout()
     label_points(ax, lines, headline, layout, colours)
-    stem = f"pareto_{task}" + (f"_{metric}" if metric else "")
-    paths = [Path(out_dir) / f"{stem}{layout.suffix}.{ext}" for ext in ("png", "pdf")]
+    return save_figure(fig, out_dir, f"pareto_{task}" + (f"_{metric}" if metric else "") + layout.suffix, dpi=300)
+
+
+def save_figure(fig, out_dir, stem, dpi):
+    """Write ``fig`` as ``out_dir/stem``.png and .pdf, close it; the two paths (every report
+    section, core or plugin, saves its figures this way)."""
+    paths = [Path(out_dir) / f"{stem}.{ext}" for ext in ("png", "pdf")]
     for path in paths:
-        fig.savefig(path, dpi=300)
+        fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return paths
 

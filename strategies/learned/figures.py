@@ -10,6 +10,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from bench.registry import register_report
+from bench.report.figures import save_figure
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 HELD_OUT = re.compile(r"train\.order step (?P<step>\d+) held-out (?P<stats>.*)$")
@@ -58,12 +59,7 @@ def draw_curves(label, items, out_dir):
     axes[0].legend(fontsize=8)
     fig.suptitle(f"learned order on {label}: held-out curves (step 0 = the EB-Sampler initialisation)", fontsize=10)
     fig.tight_layout()
-    stem = Path(out_dir) / f"learned_curves_{label.replace(' ', '_')}"
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    for path in paths:
-        fig.savefig(path, dpi=200)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, out_dir, f"learned_curves_{label.replace(' ', '_')}", dpi=200)
 
 
 def curve_table(found):

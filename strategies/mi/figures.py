@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from bench.registry import register_report
+from bench.report.figures import save_figure
 
 FLOOR = 1e-4  # nats; smaller values are drawn at this floor on log axes
 
@@ -52,7 +53,7 @@ def draw_maps(payload, out_dir):
                 draw_grid(ax, matrix.shape[0], payload["grid"])
         fig.colorbar(image, ax=list(row), shrink=0.8, label="MI (nats)")
     fig.suptitle(f"{payload['task']}: pairwise MI of held-out states (position x position)", fontsize=10)
-    return save(fig, out_dir, f"mi_maps_{payload['task']}")
+    return save_figure(fig, out_dir, f"mi_maps_{payload['task']}", dpi=150)
 
 
 def draw_scatter(payload, out_dir):
@@ -72,15 +73,7 @@ def draw_scatter(payload, out_dir):
     right.set(xlabel="exact-MI bin (nats)", ylabel="mean absolute error (nats)", title="calibration by bin")
     right.legend(fontsize=7)
     fig.tight_layout()
-    return save(fig, out_dir, f"mi_scatter_{payload['task']}")
-
-
-def save(fig, out_dir, stem):
-    paths = [Path(out_dir) / f"{stem}.{ext}" for ext in ("png", "pdf")]
-    for path in paths:
-        fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, out_dir, f"mi_scatter_{payload['task']}", dpi=150)
 
 
 def mi_table(payload):

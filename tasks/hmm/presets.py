@@ -12,8 +12,9 @@ SWEEP = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin", "k
          + sweep("mi", "gamma", GAMMAS) + sweep("mi", "gamma", GAMMAS, ",lam=0")
          + sweep("mi_eb", "gamma", GAMMAS) + learned_sweep((8, 16, 32)))
 EXACT = SWEEP + sweep("mi_oracle", "gamma", (2, 4, 8))
-QUICK = ["sequential", "topk:k=8", "margin:k=8", "eb:gamma=2", "threshold:tau=0.7", "mi:gamma=2",
-         "mi:gamma=2,lam=0", "mi_eb:gamma=2", "learned:T=16,mode=sample", "learned:T=16,mode=sample,init=true"]
+QUICK = (["sequential", "topk:k=8", "margin:k=8", "eb:gamma=2", "threshold:tau=0.7"]
+         + sweep("mi", "gamma", (2,)) + sweep("mi", "gamma", (2,), ",lam=0") + ["mi_eb:gamma=2"]
+         + learned_sweep((16,), modes=("sample",)))
 # KL in nats per sequence; sequential is exact (KL 0) on the chain
 VERDICTS = Verdicts(budgets=(8, 16, 24, 32), margin=0.1, reference="sequential")
 LEARNED = ("learned_sample", "learned_threshold")

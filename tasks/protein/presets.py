@@ -19,8 +19,9 @@ DEFAULT = (["sequential"] + sweep("topk", "k", (3, 4, 12)) + sweep("margin", "k"
            + sweep("eb", "gamma", (0.3, 3, 10, 20)) + sweep("threshold", "tau", (0.7,))
            + sweep("mi", "gamma", MI_GAMMAS) + sweep("mi", "gamma", MI_GAMMAS, ",lam=0")
            + sweep("mi_eb", "gamma", (3, 10, 20)) + learned_sweep((5, 10, 15)))
-QUICK = ["sequential", "topk:k=4", "margin:k=4", "eb:gamma=3", "threshold:tau=0.7", "mi:gamma=12",
-         "mi:gamma=12,lam=0", "mi_eb:gamma=10", "learned:T=10,mode=sample", "learned:T=10,mode=sample,init=true"]
+QUICK = (["sequential", "topk:k=4", "margin:k=4", "eb:gamma=3", "threshold:tau=0.7"]
+         + sweep("mi", "gamma", (12,)) + sweep("mi", "gamma", (12,), ",lam=0") + ["mi_eb:gamma=10"]
+         + learned_sweep((10,), modes=("sample",)))
 CI = ["sequential", "topk:k=4", "eb:gamma=1", "threshold:tau=0.7"]
 
 register_task_settings(

@@ -28,8 +28,9 @@ DEFAULT = (["sequential"] + sweep("topk", "k", (2, 3, 5, 7, 10)) + sweep("margin
            + sweep("eb", "gamma", DEFAULT_EB) + sweep("threshold", "tau", (0.99, 0.95, 0.9, 0.8, 0.7))
            + sweep("mi", "gamma", DEFAULT_MI) + sweep("mi", "gamma", DEFAULT_MI, ",lam=0")
            + sweep("mi_eb", "gamma", DEFAULT_EB) + learned_sweep((5, 10, 15)))
-QUICK = ["sequential", "topk:k=5", "margin:k=5", "eb:gamma=0.3", "threshold:tau=0.9", "mi:gamma=0.3",
-         "mi:gamma=0.3,lam=0", "mi_eb:gamma=0.3", "learned:T=10,mode=sample", "learned:T=10,mode=sample,init=true"]
+QUICK = (["sequential", "topk:k=5", "margin:k=5", "eb:gamma=0.3", "threshold:tau=0.9"]
+         + sweep("mi", "gamma", (0.3,)) + sweep("mi", "gamma", (0.3,), ",lam=0") + ["mi_eb:gamma=0.3"]
+         + learned_sweep((10,), modes=("sample",)))
 CI = ["sequential", "topk:k=3", "eb:gamma=0.3", "threshold:tau=0.9"]
 
 register_task_settings(
