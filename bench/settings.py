@@ -16,6 +16,7 @@ from bench.registry import claim, load_plugins
 TIERS = ("quick", "default", "paper", "ci")   # the preset tiers a task may declare specs for
 TASK_SETTINGS = {}   # task name -> TaskSettings
 ABLATIONS = {}       # key -> Ablation
+DRAWN_ORDERS = {}    # strategy name -> the parameters (a dict) of its runs that draw their order at random
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class TaskSettings:
     verdicts: Verdicts | None = None
     ablation_keys: tuple = ()
     headline: bool = False                       # what `bench run` without --tasks or --preset runs
+    figure_references: tuple = ()                # strategy names drawn in grey in every family's panel
+    order_bounds: dict = field(default_factory=dict)   # metric -> lower end (None: undefined) for drawn orders
 
 
 def sweep(name, key, values, extra=""):
@@ -71,16 +74,39 @@ def register_ablation(key, ablation):
     return claim("ablation", ABLATIONS, key, ablation, origin=caller_module())
 
 
-def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations=(), headline=False):
+def register_drawn_order(strategy, where=None):
+    """Declare that runs of ``strategy`` whose parameters include ``where`` (every run: None)
+    draw their order at random (its ``samples()``), for what reads result files without loading
+    strategies: a figure draws such a run's order-dependent metrics as bounds (``order_bounds``).
+    tests/test_figures_print.py checks the declaration against ``samples()`` on every preset spec."""
+    return claim("drawn order", DRAWN_ORDERS, strategy, dict(where or {}), origin=caller_module())
+
+
+def order_is_drawn(strategy, params):
+    """Whether a run of ``strategy`` with ``params`` draws its order at random, as declared."""
+    load_plugins("presets")
+    where = DRAWN_ORDERS.get(strategy)
+    return where is not None and all(params.get(k) == v for k, v in where.items())
+
+
+def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations=(), headline=False,
+                           figure_references=(), order_bounds=None):
     """Declare task ``task``'s preset specs (tier -> specs), limits (tier -> inputs), verdict
-    settings and the keys of the ablations that apply to it; checked in one line each."""
+    settings and the keys of the ablations that apply to it; checked in one line each.
+
+    Figures: ``figure_references`` are the strategies every family's panel is drawn against (besides
+    the reference run); ``order_bounds`` names the metrics whose value is only an upper bound for a
+    strategy that draws its order at random (``Strategy.samples()``), each with the lower end of
+    the range it is drawn as, or None for a metric that such a run does not estimate at all (its
+    points are then left out)."""
     unknown = sorted((set(specs) | set(limits or {})) - set(TIERS))
     if unknown:
         raise BenchError(f"task {task!r} declares specs for unknown preset tiers {', '.join(unknown)}; "
                          f"tiers are {', '.join(TIERS)}")
     if verdicts is not None and not (verdicts.budgets and all(b > 0 for b in verdicts.budgets)):
         raise BenchError(f"task {task!r} declares pass budgets {verdicts.budgets!r}; give at least one, each above 0")
-    settings = TaskSettings(task, dict(specs), dict(limits or {}), verdicts, tuple(ablations), headline)
+    settings = TaskSettings(task, dict(specs), dict(limits or {}), verdicts, tuple(ablations), headline,
+                            tuple(figure_references), dict(order_bounds or {}))
     return claim("task settings", TASK_SETTINGS, task, settings, origin=caller_module())
 
 

@@ -3,11 +3,10 @@ import csv
 import json
 import struct
 
-import matplotlib.pyplot as plt
 import pytest
 
 from bench.report import report
-from bench.report.figures import LAYOUTS, draw_lines, label_points, line_colours, strategy_colours
+from bench.report.canvas import PALETTE, family_styles
 from bench.report.sweeps import point_label, reference_run, sweep_lines
 from bench.results import text_digest
 
@@ -47,7 +46,8 @@ def png_size(path):
 
 
 def test_one_and_two_column_figures_in_png_and_pdf_with_truetype_fonts(drawn):
-    assert png_size(drawn / "pareto_sudoku.png")[0] == round(6.8 * 300)
+    assert png_size(drawn / "pareto_sudoku.png")[0] == round(7.0 * 300)
+    assert png_size(drawn / "pareto_sudoku_families.png")[0] == round(7.0 * 300)
     assert png_size(drawn / "pareto_sudoku_1col.png")[0] == round(3.3 * 300)
     for name in ("pareto_sudoku.pdf", "pareto_sudoku_1col.pdf"):
         pdf = (drawn / name).read_bytes()
@@ -112,22 +112,6 @@ def test_sweep_lines_join_a_strategy_sorted_by_passes_and_split_on_non_numeric_p
     assert point_label(lines["sequential"][0], lines["sequential"]) == ""
 
 
-def test_each_line_has_its_strategy_colour_and_overlapping_labels_are_dropped():
-    fig, ax = plt.subplots()
-    lines = sweep_lines(RUNS)
-    draw_lines(ax, lines, "exact_accuracy", LAYOUTS[0])
-    colours = {c.get_label(): c.lines[0].get_color() for c in ax.containers}
-    palette = line_colours(lines)
-    assert colours["eb"] == palette["eb"] and colours["topk order=margin"] == palette["topk"]
-    assert len(set(palette.values())) == 3
-    crowd = [run(f"topk:k={k},order=confidence", 20, 0.5, {"k": k, "order": "confidence"}) for k in (3, 4, 5)]
-    crowd[0]["metrics"][1]["value"] = 19  # not identical passes, still overlapping labels
-    ax.set_xscale("log")
-    label_points(ax, {"topk": sorted(crowd, key=lambda r: r["metrics"][1]["value"])}, "exact_accuracy", LAYOUTS[0])
-    assert len(ax.texts) == 1
-    plt.close(fig)
-
-
 def test_an_extra_metric_the_result_files_name_gets_its_own_pareto_figure(tmp_path):
     results, out = tmp_path / "results", tmp_path / "reports"
     results.mkdir()
@@ -158,14 +142,20 @@ def test_a_report_of_unchanged_results_writes_the_same_bytes(drawn, tmp_path):
     for i, r in enumerate(RUNS):
         (results / f"run{i}.json").write_text(json.dumps(r))
     report(results, tmp_path / "again")
-    for name in ("pareto_sudoku.pdf", "pareto_sudoku_1col.pdf", "pareto_sudoku.png"):
+    for name in ("pareto_sudoku.pdf", "pareto_sudoku_1col.pdf", "pareto_sudoku.png", "pareto_sudoku_families.pdf"):
         assert (tmp_path / "again" / name).read_bytes() == (drawn / name).read_bytes(), name
 
 
-def test_colours_go_to_the_strategy_names_in_sorted_order_whatever_their_order():
-    colours = strategy_colours(["topk", "eb", "topk", "sequential"])
-    assert list(colours) == ["eb", "sequential", "topk"] and len(set(colours.values())) == 3
-    assert strategy_colours(["sequential", "topk", "eb"]) == colours
+def test_styles_go_to_the_family_names_in_sorted_order_whatever_their_order():
+    styles = family_styles(["topk", "eb", "topk", "sequential"])
+    assert list(styles) == ["eb", "sequential", "topk"] and len({s.colour for s in styles.values()}) == 3
+    assert family_styles(["sequential", "topk", "eb"]) == styles
+
+
+def test_25_families_get_25_different_colour_and_marker_pairs():
+    styles = family_styles(f"family{i:02d}" for i in range(25))
+    assert len(set(styles.values())) == 25
+    assert {s.colour for s in styles.values()} <= set(PALETTE)
 
 
 def test_without_a_declared_reference_the_line_with_the_most_passes_is_the_reference():

@@ -4,7 +4,9 @@
 - ``verdicts``: per-input runs loaded from records, lines, pass budgets, paired tests;
 - ``claims``: a task's claims computed (``TaskVerdicts``: budgets, speed-up rows, ablation pairs);
 - ``render``: claims and tables rendered as Markdown, CSV, LaTeX and plain text;
+- ``canvas``: what every figure shares (print sizes, family styles, saving, the text-fit check);
 - ``figures``: the Pareto plots (matplotlib);
+- ``gallery``: reports/README.md, each figure with its caption;
 - ``docs``: report tables quoted in Markdown files kept in sync;
 - ``build``: what is written where (`python -m bench report`).
 
@@ -15,7 +17,7 @@ import importlib
 
 EXPORTS = {"report": "build", "write_all_tables": "build", "report_folder": "build", "default_docs": "build",
            "task_groups": "build", "comparison_group": "build", "pareto_front": "figures",
-           "strategy_colours": "figures", "sync_markdown": "docs"}
+           "family_styles": "canvas", "sync_markdown": "docs"}
 
 __all__ = sorted(EXPORTS)
 

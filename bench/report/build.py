@@ -7,9 +7,11 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.registry import REPORTS, load_plugins
+from bench.report.canvas import family_styles
 from bench.report.claims import task_verdicts
 from bench.report.docs import sync_markdown
-from bench.report.figures import draw_figures, strategy_colours
+from bench.report.figures import draw_figures
+from bench.report.gallery import write_gallery
 from bench.report.render import (
     ablations_markdown,
     budget_rows,
@@ -172,17 +174,22 @@ def report(results_dir, out_dir=None, docs_root=None):
     check_writable(out_dir)
     os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
     groups = task_groups(results_dir)
-    colours = strategy_colours(r["strategy"] for group, _, _ in groups.values() for r in group)
+    styles = family_styles(r["strategy"] for group, _, _ in groups.values() for r in group)
     out_dir.mkdir(parents=True, exist_ok=True)
+    drawn = []
     for task, (group, left_out, verdicts) in groups.items():
-        paths = draw_figures(group, task, out_dir, colours) + write_tables(group, task, out_dir, verdicts)
+        figures = draw_figures(group, task, out_dir, styles)
+        drawn += figures
+        paths = figures + write_tables(group, task, out_dir, verdicts)
         note = f" ({left_out} runs of other models/data/limits/seeds left out)" if left_out else ""
         print(f"{task}: {len(group)} runs{note} -> {', '.join(p.name for p in paths)} in {out_dir}")
     for path in write_ablations([verdicts for _, _, verdicts in groups.values()], out_dir):
         print(f"ablations: {path.name} in {out_dir}")
     for name, paths in plugin_sections(results_dir, out_dir).items():
+        drawn += paths
         if paths:
             print(f"{name}: {', '.join(p.name for p in paths)} in {out_dir}")
+    print(f"figures: {write_gallery(out_dir, drawn).name} in {out_dir}")
     if docs_root:
         for path in sync_markdown(docs_root, out_dir):
             print(f"rewrote report tables in {path}")

@@ -1,34 +1,41 @@
-"""The report's figures: Pareto plots (mean passes against the headline metric) of result
-summaries, in two sizes, PNG and PDF; one colour per strategy name from a fixed palette."""
-from collections import Counter
+"""The report's Pareto figures, mean passes (log x) against a quality metric, two kinds per metric:
+
+- the summary (``pareto_<task>``, two-column and ``_1col``): each strategy family's frontier (its
+  best runs across every variant and setting) in the family's colour and marker, the reference
+  run as a star with a dotted line at its quality;
+- the small multiples (``pareto_<task>_families``, two-column): one panel per family, its
+  variants by line style and marker, against the same grey reference lines in every panel.
+
+A value that is only a bound (a sampled order's KL on an exact task, ``order_bounds``) is drawn
+as a range and never joins a frontier. The Markdown tables hold every number; figures hold shapes.
+"""
 from dataclasses import dataclass
-from pathlib import Path
 
-import matplotlib
-import matplotlib.colors
-import matplotlib.ticker
+import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from bench.report.canvas import (
+    LAYOUTS,
+    ONE_COLUMN,
+    TWO_COLUMN,
+    family_styles,
+    label_log_axis,
+    legend_columns,
+    place_if_free,
+    save_figure,
+    taken_boxes,
+    variant_style,
+    wrapped,
+    wrapped_label,
+)
+from bench.report.sweeps import metric_of, point_label, reference_run, sweep_lines
+from bench.settings import order_is_drawn, task_settings, verdicts_for
 
-from bench.report.sweeps import metric_of, point_label, reference_run, sweep_lines  # noqa: E402
-from bench.settings import verdicts_for  # noqa: E402
-
-plt.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42})  # TrueType fonts embedded in PDF/PS
-
-
-@dataclass(frozen=True)
-class Layout:
-    """A figure size: file-name suffix, width and height (inches), font size, legend below."""
-    suffix: str
-    width: float
-    height: float
-    font: float
-    legend_below: bool
-
-
-LAYOUTS = [Layout("", 6.8, 3.6, 8, False),        # two-column (full text width)
-           Layout("_1col", 3.3, 3.2, 6.5, True)]  # one column
+# how the reference lines look in every panel: the reference run, then the declared references in turn
+REFERENCE_COLOUR = "black"
+REFERENCE_LINES = [("0.45", (0, (4, 2))), ("0.65", (0, (4, 1, 1, 1))), ("0.75", (0, (1, 1)))]
+PANEL_COLUMNS = 4       # small multiples per row (two-column width)
+PANEL_HEIGHT = 1.75     # inches per row of panels
 
 
 def pareto_front(points, higher_is_better):
@@ -43,28 +50,6 @@ def pareto_front(points, higher_is_better):
     return front
 
 
-# tab10, then tab20's lighter shades: the colours handed out in turn (then again from the start)
-PALETTE = [matplotlib.colors.to_hex(c) for c in plt.get_cmap("tab10").colors + plt.get_cmap("tab20").colors[1::2]]
-
-
-def strategy_colours(names):
-    """{strategy name: colour}: the palette in turn to the distinct ``names`` in sorted order, so
-    every figure of one report gives a strategy the same colour (the names of all its results)."""
-    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted(set(names)))}
-
-
-def line_colours(lines):
-    """``strategy_colours`` of the strategies of ``lines`` (a figure drawn on its own)."""
-    return strategy_colours(run["strategy"] for runs in lines.values() for run in runs)
-
-
-def reference_of(results, task):
-    """The reference run of ``task``'s figures: its declared reference strategy, else the line with
-    the most mean passes (``reference_run``); None where there is none."""
-    verdicts = verdicts_for(task)
-    return reference_run(results, verdicts.reference if verdicts else None)
-
-
 def error_bars(runs, name):
     """Values and [below, above] CI distances of metric ``name`` over ``runs``. A basic-bootstrap CI
     of a biased statistic (a plug-in distance on a small set) can lie wholly on one side of its value: the
@@ -74,124 +59,239 @@ def error_bars(runs, name):
             [[max(0.0, m["value"] - m["ci_low"]) for m in ms], [max(0.0, m["ci_high"] - m["value"]) for m in ms]])
 
 
-def draw_lines(ax, lines, headline, layout, *, colours=None, reference=None):
-    """One line with CI bars per sweep, in its strategy's colour (``colours``, else
-    ``line_colours``; a new dash pattern for each further line of the same strategy, e.g. another
-    order); the lines of the ``reference`` strategy as stars."""
-    colours = colours or line_colours(lines)
-    seen = Counter()
-    for name, runs in lines.items():
-        xs, xerr = error_bars(runs, "passes")
-        ys, yerr = error_bars(runs, headline)
-        strategy = runs[0]["strategy"]
-        star = strategy == reference
-        ax.errorbar(xs, ys, xerr=xerr, yerr=yerr, color=colours[strategy], label=name,
-                    linestyle=["-", "--", ":", "-."][seen[strategy] % 4], marker="*" if star else "o",
-                    markersize=(9 if star else 3.5) * layout.font / 8, linewidth=1, elinewidth=0.6, capsize=1.5,
-                    zorder=3 if star else 2)
-        seen[strategy] += 1
+def order_drawn(run):
+    """Whether the run's strategy draws its order at random (as its family declares)."""
+    return order_is_drawn(run["strategy"], run["config"]["strategy_params"])
 
 
-def draw_reference(ax, reference, headline):
-    """A dotted line at the reference run's quality: the level the speed-up table asks for."""
-    ax.axhline(metric_of(reference, headline)["value"], color="0.5", linestyle=":", linewidth=0.8,
-               label=f"{reference['strategy']} quality", zorder=1)
+@dataclass
+class Panel:
+    """What one figure draws of one metric: runs whose value is an estimate (``exact``), runs whose
+    value is an upper bound (``bounded``, with the range's ``lower`` end), runs left out."""
+    metric: str
+    exact: list
+    bounded: list
+    left_out: list
+    lower: float | None = None
+
+    @property
+    def quality(self):
+        return metric_of((self.exact or self.bounded)[0], self.metric)
 
 
-def draw_frontier(ax, results, headline):
-    passes = [metric_of(r, "passes")["value"] for r in results]
-    quality = [metric_of(r, headline) for r in results]
-    front = pareto_front(list(zip(passes, [q["value"] for q in quality])), quality[0]["higher_is_better"])
-    ax.plot([passes[i] for i in front], [quality[i]["value"] for i in front], color="0.55", alpha=0.35,
-            linewidth=5, solid_capstyle="round", label="Pareto frontier", zorder=1)  # visible under lines
+def split_runs(results, task, metric):
+    """A Panel of ``results`` for ``metric`` under task ``task``'s ``order_bounds``."""
+    settings = task_settings(task)
+    bounds = settings.order_bounds if settings is not None else {}
+    if metric not in bounds:
+        return Panel(metric, list(results), [], [])
+    drawn = [r for r in results if order_drawn(r)]
+    exact = [r for r in results if r not in drawn]
+    if bounds[metric] is None:
+        return Panel(metric, exact, [], drawn)
+    return Panel(metric, exact, drawn, [], bounds[metric])
 
 
-def label_box(ax, xy, text, font):
-    """Display-space box (x0, x1, y0, y1) of a point's label, right of the point or, at the
-    right edge of the axes, left of it; and the offset and alignment that put it there."""
-    px, py = ax.transData.transform(xy)
-    scale = ax.figure.dpi / 72  # display pixels per point
-    width, height, pad = len(text) * font * 0.6 * scale, font * 1.2 * scale, 2 * scale
-    if px + pad + width > ax.get_window_extent().x1:
-        return (px - pad - width, px - pad, py + pad, py + pad + height), (-2, 2), "right"
-    return (px + pad, px + pad + width, py + pad, py + pad + height), (2, 2), "left"
+def references_of(results, task):
+    """(the reference run or None, the strategy names drawn as grey lines in every panel)."""
+    verdicts, settings = verdicts_for(task), task_settings(task)
+    declared = settings.figure_references if settings is not None else ()
+    present = {r["strategy"] for r in results}
+    return (reference_run(results, verdicts.reference if verdicts else None),
+            tuple(name for name in declared if name in present))
 
 
-def overlaps(box, boxes):
-    return any(box[0] < b[1] and b[0] < box[1] and box[2] < b[3] and b[2] < box[3] for b in boxes)
+def family_front(runs, metric):
+    """The runs of one family on its Pareto frontier, by mean passes."""
+    points = [(metric_of(r, "passes")["value"], metric_of(r, metric)["value"]) for r in runs]
+    front = pareto_front(points, metric_of(runs[0], metric)["higher_is_better"])
+    return sorted((runs[i] for i in front), key=lambda r: metric_of(r, "passes")["value"])
 
 
-def label_points(ax, lines, headline, layout, colours=None):
-    """Each point's swept parameter ('k=5'), skipping labels that would overlap one already placed."""
-    colours = colours or line_colours(lines)
-    placed, font = [], layout.font - 2
-    for line in lines.values():
-        for run in line:
-            text = point_label(run, line)
-            xy = (metric_of(run, "passes")["value"], metric_of(run, headline)["value"])
-            box, offset, align = label_box(ax, xy, text, font)
-            if text and not overlaps(box, placed):
-                placed.append(box)
-                ax.annotate(text, xy, textcoords="offset points", xytext=offset, ha=align, fontsize=font,
-                            color=colours[run["strategy"]])
+def draw_run_line(ax, runs, metric, **style):
+    """Points of ``runs`` joined by a line, with CI bars both ways."""
+    xs, xerr = error_bars(runs, "passes")
+    ys, yerr = error_bars(runs, metric)
+    return ax.errorbar(xs, ys, xerr=xerr, yerr=yerr, linewidth=1, elinewidth=0.5, capsize=1.2, **style)
 
 
-def log_tick_formatter(leading):
-    """Tick labels on a log axis only where the leading digit is in ``leading`` (fewer clash)."""
-    def label(value, _):
-        digit = int(f"{value:e}"[0]) if value > 0 else 0
-        return f"{value:g}" if digit in leading else ""
-    return matplotlib.ticker.FuncFormatter(label)
+def draw_bounds(ax, runs, panel, colour, marker, label=None):
+    """Each bounded run as a vertical range from the metric's lower end to its upper bound's CI top,
+    the bound's value an open marker (``label``: the legend entry of the first)."""
+    for run in runs:
+        x, top = metric_of(run, "passes")["value"], metric_of(run, panel.metric)
+        ax.vlines(x, panel.lower, top["ci_high"], color=colour, linewidth=2.2, alpha=0.45, zorder=2)
+        ax.plot([x], [top["value"]], marker=marker, color=colour, markersize=3, fillstyle="none", zorder=3,
+                label=label)
+        label = None
 
 
-def style_axes(ax, results, headline, task, layout, *, reference=None):
-    quality = metric_of(results[0], headline)
+def draw_reference_run(ax, reference, metric, font):
+    """The reference run as a star with a dotted line at its quality."""
+    value = metric_of(reference, metric)["value"]
+    ax.axhline(value, color=REFERENCE_COLOUR, linestyle=":", linewidth=0.7, zorder=1)
+    draw_run_line(ax, [reference], metric, color=REFERENCE_COLOUR, marker="*", markersize=font, zorder=4)
+
+
+def style_axes(ax, panel, layout, *, ylabel=True, xlabel=True):
+    """Log passes on x with labels that do not touch; the metric's label wrapped to the axes."""
     ax.set_xscale("log")
-    ax.margins(x=0.08)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-    ax.xaxis.set_minor_formatter(log_tick_formatter({2, 5} if layout.legend_below else {2, 3, 5}))
-    ax.tick_params(labelsize=layout.font - 1, which="both")
-    ax.set_xlabel("mean forward passes per sample (log scale)", fontsize=layout.font)
-    direction = "higher" if quality["higher_is_better"] else "lower"
-    ax.set_ylabel(f"{quality['label']}\n({direction} is better)", fontsize=layout.font)
-    if not layout.legend_below:
-        star = f", * = {reference}" if reference else ""
-        ax.set_title(f"{task}: n={results[0]['n_samples']}, 95% CIs{star}", fontsize=layout.font)
-    if layout.legend_below:
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=layout.font - 1.5,
-                  frameon=False)
-    else:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=layout.font - 1, frameon=False)
+    ax.margins(x=0.06, y=0.06)
+    ax.tick_params(labelsize=layout.font - 1 if layout.font > 7 else 7, which="both")
+    if xlabel:
+        ax.set_xlabel("mean forward passes per sample (log scale)", fontsize=layout.font)
+    if ylabel:
+        fit_ylabel(ax, quality_label(panel), layout.font)
 
 
-def draw_pareto(results, task, out_dir, layout=LAYOUTS[0], *, metric=None, colours=None):
-    """Mean passes (log x) against the headline metric (or ``metric``, then in its own files):
-    a line per sweep with CI bars (``colours``: strategy name -> colour), the frontier and the
-    reference run's quality (``reference_of``); written as PNG and PDF."""
-    headline = metric or results[0]["headline"]
-    lines = sweep_lines(results)
-    fig, ax = plt.subplots(figsize=(layout.width, layout.height))
-    reference = reference_of(results, task)
+def quality_label(panel):
+    direction = "higher" if panel.quality["higher_is_better"] else "lower"
+    return f"{panel.quality['label']} ({direction} is better)"
+
+
+def fit_ylabel(ax, text, font):
+    """The y label wrapped to the height the axes have once laid out (a long metric label would
+    otherwise run off the canvas)."""
+    ax.set_ylabel(text, fontsize=font)
+    ax.figure.draw_without_rendering()
+    height = ax.get_window_extent().height / ax.figure.dpi
+    ax.set_ylabel(wrapped(text, height * 0.95, font), fontsize=font)
+
+
+def figure_legend(fig, handles, layout, where="lower"):
+    labels = [h.get_label() for h in handles]
+    font = max(7, layout.font - 1)
+    fig.legend(handles=handles, loc=f"outside {where} center", ncols=legend_columns(layout.width, font, labels),
+               fontsize=font, frameon=False, handlelength=2.2, columnspacing=1.0)
+
+
+def reference_handles(reference, grey, panel, font):
+    handles = []
     if reference is not None:
-        draw_reference(ax, reference, headline)
-    draw_frontier(ax, results, headline)
-    colours = colours or line_colours(lines)
-    star = reference["strategy"] if reference is not None else None
-    draw_lines(ax, lines, headline, layout, colours=colours, reference=star)
-    style_axes(ax, results, headline, task, layout, reference=star)
-    fig.tight_layout()
-    label_points(ax, lines, headline, layout, colours)
-    return save_figure(fig, out_dir, f"pareto_{task}" + (f"_{metric}" if metric else "") + layout.suffix, dpi=300)
+        handles.append(Line2D([], [], color=REFERENCE_COLOUR, marker="*", markersize=font, linestyle=":",
+                              label=reference["strategy"]))
+    handles += [Line2D([], [], color=colour, linestyle=dash, label=f"{name} frontier")
+                for name, (colour, dash) in zip(grey, REFERENCE_LINES)]
+    if panel.bounded:
+        handles.append(Line2D([], [], color="0.4", linewidth=2.2, alpha=0.45,
+                              label="upper bound (range)"))
+    return handles
 
 
-def save_figure(fig, out_dir, stem, dpi):
-    """Write ``fig`` as ``out_dir/stem``.png and .pdf, close it; the two paths (every report
-    section, core or plugin, saves its figures this way)."""
-    paths = [Path(out_dir) / f"{stem}.{ext}" for ext in ("png", "pdf")]
-    for path in paths:
-        fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return paths
+def draw_summary(results, task, out_dir, layout, metric, styles):
+    """The summary figure of ``metric``: every family's frontier, the reference run; PNG and PDF."""
+    panel = split_runs(results, task, metric)
+    reference, _ = references_of(panel.exact, task)
+    fig, ax = plt.subplots(figsize=(layout.width, layout.height + 0.9), layout="constrained")
+    handles = reference_handles(reference, (), panel, layout.font)
+    for family in sorted({r["strategy"] for r in panel.exact + panel.bounded}):
+        if reference is not None and family == reference["strategy"]:
+            continue
+        style = styles[family]
+        runs = [r for r in panel.exact if r["strategy"] == family]
+        if runs:
+            draw_run_line(ax, family_front(runs, metric), metric, color=style.colour, marker=style.marker,
+                          markersize=3.5, zorder=3)
+        draw_bounds(ax, [r for r in panel.bounded if r["strategy"] == family], panel, style.colour, style.marker)
+        handles.append(Line2D([], [], color=style.colour, marker=style.marker, markersize=3.5, label=family))
+    if reference is not None:
+        draw_reference_run(ax, reference, metric, layout.font + 2)
+    style_axes(ax, panel, layout, ylabel=False)
+    if layout is TWO_COLUMN:
+        ax.set_title(f"{task}: each family's frontier, n={results[0]['n_samples']}, 95% CIs", fontsize=layout.font)
+    figure_legend(fig, handles, layout)
+    fit_ylabel(ax, quality_label(panel), layout.font)
+    label_log_axis(ax)
+    stem = f"pareto_{task}" + ("" if metric == results[0]["headline"] else f"_{metric}") + layout.suffix
+    return save_figure(fig, out_dir, stem, dpi=300, caption=summary_caption(task, panel, reference))
+
+
+def summary_caption(task, panel, reference):
+    ref = f"; the star and dotted line are {reference['strategy']}, the reference" if reference else ""
+    left = f"; {len(panel.left_out)} runs with orders drawn at random are left out (no estimate)" \
+        if panel.left_out else ""
+    return (f"{task}: mean forward passes (log x) against {panel.quality['label']}; one line per strategy "
+            f"family through its best runs (its Pareto frontier), 95% CIs both ways{ref}{left}.")
+
+
+def draw_family_panel(ax, family_runs, panel, refs, style, layout):
+    """One family's variants (line style and marker each) over the grey reference lines."""
+    reference, grey = refs
+    for (colour, dash), name in zip(REFERENCE_LINES, grey):
+        runs = [r for r in panel.exact if r["strategy"] == name]
+        if runs and name != family_runs[0]["strategy"]:
+            front = family_front(runs, panel.metric)
+            xs, ys = ([metric_of(r, name)["value"] for r in front] for name in ("passes", panel.metric))
+            ax.plot(xs, ys, color=colour, linestyle=dash, linewidth=1, zorder=1)
+    if reference is not None:
+        draw_reference_run(ax, reference, panel.metric, layout.font)
+    lines = sweep_lines(family_runs)
+    for index, (name, runs) in enumerate(lines.items()):
+        dash, marker = variant_style(index)
+        exact = [r for r in runs if r in panel.exact]
+        variant = wrapped_label(name.split(" ", 1)[1]) if " " in name and len(lines) > 1 else None
+        if exact:
+            draw_run_line(ax, exact, panel.metric, color=style.colour, marker=marker, linestyle=dash, markersize=3,
+                          label=variant, zorder=3)
+        bounded = [r for r in runs if r in panel.bounded]
+        bound_label = f"{variant} (bound)" if variant and not exact else None
+        draw_bounds(ax, bounded, panel, style.colour, marker, label=bound_label)
+    return lines
+
+
+def label_panel_points(fig, axes_lines, panel, styles, font):
+    """Each point's swept setting ('k=5') where it fits: inside its panel, clear of every text."""
+    taken = taken_boxes(fig)
+    for ax, lines in axes_lines:
+        for runs in lines.values():
+            for run in runs:
+                text = point_label(run, runs)
+                if text and run in panel.exact + panel.bounded:
+                    xy = (metric_of(run, "passes")["value"], metric_of(run, panel.metric)["value"])
+                    place_if_free(ax, text, xy, colour=styles[run["strategy"]].colour, font=font, taken=taken)
+
+
+def draw_families(results, task, out_dir, metric, styles):
+    """Small multiples of ``metric``: one panel per family (all but the reference run's), shared
+    axes, the same grey references in each; two-column width; PNG and PDF."""
+    panel = split_runs(results, task, metric)
+    refs = references_of(panel.exact, task)
+    shown = panel.exact + panel.bounded
+    families = sorted({r["strategy"] for r in shown} - ({refs[0]["strategy"]} if refs[0] else set()))
+    if not families:
+        return []
+    rows = -(-len(families) // PANEL_COLUMNS)
+    layout = TWO_COLUMN
+    fig, axes = plt.subplots(rows, PANEL_COLUMNS, figsize=(layout.width, PANEL_HEIGHT * rows + 0.9), sharex=True,
+                             sharey=True, squeeze=False, layout="constrained")
+    axes_lines = []
+    for ax, family in zip(axes.flat, families):
+        lines = draw_family_panel(ax, [r for r in shown if r["strategy"] == family], panel, refs, styles[family],
+                                  layout)
+        ax.set_title(family, fontsize=layout.font, color=styles[family].colour, fontweight="bold")
+        style_axes(ax, panel, layout, ylabel=False, xlabel=False)
+        if len(lines) > 1:
+            ax.legend(fontsize=7, frameon=False, loc="best", handlelength=1.6, handletextpad=0.4, borderaxespad=0.2,
+                      labelspacing=0.3)
+        axes_lines.append((ax, lines))
+    for ax in axes.flat[len(families):]:
+        ax.set_visible(False)
+    fig.supxlabel("mean forward passes per sample (log scale)", fontsize=layout.font)
+    fig.supylabel(wrapped(quality_label(panel), PANEL_HEIGHT * rows * 0.8, layout.font), fontsize=layout.font)
+    figure_legend(fig, reference_handles(refs[0], refs[1], panel, layout.font), layout, where="upper")
+    label_log_axis(axes.flat[0])
+    label_panel_points(fig, axes_lines, panel, styles, 7)
+    stem = f"pareto_{task}" + ("" if metric == results[0]["headline"] else f"_{metric}") + "_families"
+    return save_figure(fig, out_dir, stem, dpi=300, caption=families_caption(task, panel, refs))
+
+
+def families_caption(task, panel, refs):
+    grey = ", ".join(refs[1])
+    against = f" and the frontier of {grey} in grey" if grey else ""
+    star = f"{refs[0]['strategy']} (star, dotted line)" if refs[0] else "no reference run"
+    return (f"{task}: one panel per strategy family, its variants by line style and marker, each setting "
+            f"labelled where it fits; every panel shows {star}{against}; shared axes: "
+            f"mean forward passes (log x) against {panel.quality['label']}.")
 
 
 def extra_figures(results):
@@ -201,12 +301,16 @@ def extra_figures(results):
     return [m for m in wanted if all(any(x["name"] == m for x in r["metrics"]) for r in results)]
 
 
-def draw_figures(group, task, out_dir, colours=None):
-    """The Pareto plots of the headline and of every extra figure, in both layouts."""
-    paths = [p for layout in LAYOUTS for p in draw_pareto(group, task, out_dir, layout, colours=colours)]
-    for metric in extra_figures(group):
-        paths += [p for layout in LAYOUTS
-                  for p in draw_pareto(group, task, out_dir, layout, metric=metric, colours=colours)]
-    return paths
+def draw_figures(group, task, out_dir, styles=None):
+    """The summary of the headline and of every extra metric in both sizes, and the headline's
+    small multiples; ``styles``: family -> Style, shared by every task of one report."""
+    styles = styles or family_styles(r["strategy"] for r in group)
+    paths = []
+    for metric in [group[0]["headline"]] + extra_figures(group):
+        if not split_runs(group, task, metric).exact:
+            continue
+        paths += [p for layout in LAYOUTS for p in draw_summary(group, task, out_dir, layout, metric, styles)]
+    return paths + draw_families(group, task, out_dir, group[0]["headline"], styles)
 
 
+__all__ = ["LAYOUTS", "ONE_COLUMN", "TWO_COLUMN", "draw_figures", "error_bars", "pareto_front", "save_figure"]

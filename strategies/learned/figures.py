@@ -8,9 +8,10 @@ import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
 
 from bench.registry import register_report
-from bench.report.figures import save_figure
+from bench.report.canvas import PALETTE, legend_columns, save_figure, variant_style
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 HELD_OUT = re.compile(r"train\.order step (?P<step>\d+) held-out (?P<stats>.*)$")
@@ -47,19 +48,27 @@ def training_logs(tasks_dir=TASKS_DIR):
 
 def draw_curves(label, items, out_dir):
     """One row of panels for one task's policies; returns the PNG and PDF paths."""
-    fig, axes = plt.subplots(1, len(PANELS), figsize=(4.2 * len(PANELS), 3.2))
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(7.0, 2.9), layout="constrained")
+    handles = []
     for ax, (key, title) in zip(axes, PANELS):
-        for budget, _, evals, name in items:
+        for index, (budget, _, evals, name) in enumerate(items):
             points = [(e["step"], e[key]) for e in evals if key in e]
-            if not points:
-                continue
-            ax.plot(*zip(*points), marker="o", ms=3, label=f"T={budget}" + (f" ({name})" if "attempt" in label else ""))
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("training step")
-    axes[0].legend(fontsize=8)
-    fig.suptitle(f"learned order on {label}: held-out curves (step 0 = the EB-Sampler initialisation)", fontsize=10)
-    fig.tight_layout()
-    return save_figure(fig, out_dir, f"learned_curves_{label.replace(' ', '_')}", dpi=200)
+            if points:
+                dash, marker = variant_style(index)
+                handles = handles[:index] + ax.plot(*zip(*points), marker=marker, ms=3, linestyle=dash, linewidth=1,
+                                                    color=PALETTE[index % len(PALETTE)],
+                                                    label=f"T={budget}" + (f" ({name})" if "attempt" in label else ""))
+        ax.set_title(title, fontsize=8)
+        ax.set_xlabel("training step", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+    columns = legend_columns(7.0, 7, [h.get_label() for h in handles])
+    fig.legend(handles=handles, loc="outside lower center", ncols=columns, fontsize=7, frameon=False)
+    fig.suptitle(f"learned order on {label}: held-out curves (step 0 = the EB-Sampler initialisation)", fontsize=9)
+    caption = (f"learned order on {label}: P's held-out log-likelihood and the task's held-out reward of P's "
+               f"decodes (sampled, thresholded) against training steps, one line per budget T; step 0 is the "
+               f"untrained initialisation.")
+    return save_figure(fig, out_dir, f"learned_curves_{label.replace(' ', '_')}", dpi=200, caption=caption)
 
 
 def curve_table(found):

@@ -1,8 +1,9 @@
 """The learned order's idea, credited only with what the trained policy adds over its untrained
 initialisation (issue 16), in each decoding mode (`bench report` reads these)."""
-from bench.settings import Ablation, register_ablation
+from bench.settings import Ablation, register_ablation, register_drawn_order
 
 MODE_WORD = {"sample": "sampled", "threshold": "thresholded"}
+register_drawn_order("learned", {"mode": "sample"})   # P's order drawn at random (Strategy.samples)
 for mode, word in MODE_WORD.items():
     register_ablation(f"learned_{mode}", Ablation(
         f"the trained order policy over its untrained initialisation ({word}; learned against "

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from bench.registry import register_report
-from bench.report.figures import save_figure
+from bench.report.canvas import save_figure
 
 FLOOR = 1e-4  # nats; smaller values are drawn at this floor on log axes
 
@@ -40,7 +40,8 @@ def draw_grid(ax, n, side):
 def draw_maps(payload, out_dir):
     """One row per fixed state: exact MI | predicted MI, same colour scale."""
     states = payload["maps"]
-    fig, axes = plt.subplots(len(states), 2, figsize=(6.8, 3.2 * len(states)), squeeze=False)
+    fig, axes = plt.subplots(len(states), 2, figsize=(7.0, 2.7 * len(states) + 0.4), squeeze=False,
+                             layout="constrained")
     for row, state in zip(axes, states):
         keep = shown_positions(state)
         exact, predicted = (np.array(state[k])[keep, keep] for k in ("exact", "predicted"))
@@ -48,17 +49,21 @@ def draw_maps(payload, out_dir):
         for ax, matrix, name in zip(row, (exact, predicted), ("exact (probing)", "predicted (estimator)")):
             image = ax.imshow(matrix, cmap="magma", vmin=0, vmax=top, interpolation="nearest")
             ax.set_title(f"{name}, {state['n_masked']} masked", fontsize=8)
-            ax.tick_params(labelsize=6)
+            ax.tick_params(labelsize=7)
             if payload.get("grid"):
                 draw_grid(ax, matrix.shape[0], payload["grid"])
-        fig.colorbar(image, ax=list(row), shrink=0.8, label="MI (nats)")
-    fig.suptitle(f"{payload['task']}: pairwise MI of held-out states (position x position)", fontsize=10)
-    return save_figure(fig, out_dir, f"mi_maps_{payload['task']}", dpi=150)
+        bar = fig.colorbar(image, ax=list(row), shrink=0.8)
+        bar.set_label("MI (nats)", fontsize=8)
+        bar.ax.tick_params(labelsize=7)
+    fig.suptitle(f"{payload['task']}: pairwise MI of held-out states (position x position)", fontsize=9)
+    caption = (f"{payload['task']}: exact pairwise MI (left, by probing the model) against the estimator's "
+               f"prediction (right) on held-out states, one row per state, one colour scale per row.")
+    return save_figure(fig, out_dir, f"mi_maps_{payload['task']}", dpi=150, caption=caption)
 
 
 def draw_scatter(payload, out_dir):
     """Predicted vs exact MI (log axes) and mean absolute error per exact-MI bin."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(6.8, 3.0))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(7.0, 3.0), layout="constrained")
     true = np.maximum(payload["scatter"]["true"], FLOOR)
     predicted = np.maximum(payload["scatter"]["predicted"], FLOOR)
     left.scatter(true, predicted, s=2, alpha=0.3, color="tab:blue", rasterized=True)
@@ -72,8 +77,14 @@ def draw_scatter(payload, out_dir):
         right.set_xticks(np.arange(len(bins)), [b["bin"] for b in bins], fontsize=7)
     right.set(xlabel="exact-MI bin (nats)", ylabel="mean absolute error (nats)", title="calibration by bin")
     right.legend(fontsize=7)
-    fig.tight_layout()
-    return save_figure(fig, out_dir, f"mi_scatter_{payload['task']}", dpi=150)
+    for ax in (left, right):
+        ax.title.set_fontsize(8)
+        ax.xaxis.label.set_fontsize(8)
+        ax.yaxis.label.set_fontsize(8)
+        ax.tick_params(labelsize=7, which="both")
+    caption = (f"{payload['task']}: the estimator's predicted MI against exact MI on held-out pairs (log axes, "
+               f"dashed: equal), and its mean absolute error per exact-MI bin in and out of distribution.")
+    return save_figure(fig, out_dir, f"mi_scatter_{payload['task']}", dpi=150, caption=caption)
 
 
 def mi_table(payload):

@@ -29,5 +29,6 @@ register_task_settings(
     limits={"quick": 100, "ci": 40},
     # the headline (W1, bits): 0.003 is about the ladder's 10% substitution rung over the floor
     # (reports/protein_ladder.md), the smallest degradation the metric is built to see
+    figure_references=("eb",),
     verdicts=Verdicts(budgets=(8, 12, 16, 24), margin=0.003, reference="sequential"),
     ablations=("mi_term_greedy", "mi_term_eb", "learned_sample", "learned_threshold"))

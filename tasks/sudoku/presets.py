@@ -36,6 +36,7 @@ CI = ["sequential", "topk:k=3", "eb:gamma=0.3", "threshold:tau=0.9"]
 register_task_settings(
     "sudoku", {"paper": PAPER, "default": DEFAULT, "quick": QUICK, "ci": CI},
     limits={"quick": 200, "ci": 100},
+    figure_references=("eb",),
     verdicts=Verdicts(budgets=(5, 6, 8, 12, 16, 24), margin=0.01, reference="sequential"),
     ablations=("mi_term_greedy", "mi_term_eb", "oracle_symmetric", "oracle_directed", "learned_sample",
                "learned_threshold"),
