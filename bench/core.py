@@ -202,6 +202,12 @@ class Task:
         """`bench train TASK KEY=VALUE...`: train the task's model."""
         raise BenchError(f"task {self.name} has no model trainer")
 
+    def symbols(self) -> dict | None:
+        """{token id: symbol} for every id the task's inputs hold: each value's letter ('A', '7')
+        and the special ids by role ('<cls>', '<eos>', '<pad>', '<mask>'), so that a model reading
+        another vocabulary can translate (``--model hf:PATH``, bench/hf.py); None: not offered."""
+        return None
+
     def data_builders(self) -> dict:
         """`bench data NAME`: name -> (one-line help, function(args)) that builds a data set."""
         return {}

@@ -24,11 +24,13 @@ from bench.errors import BenchError
 
 SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 REQUIRED = ("vocab_size", "value_tokens", "checkpoint_id")
+HF_PREFIX = "hf:"   # --model hf:PATH: a Hugging Face masked LM in a local folder
 
 
 def is_import_spec(text):
-    """Whether a ``--model`` value is ``module:callable`` (holds ':' and is no existing file)."""
-    return bool(text) and ":" in text and not Path(text).exists()
+    """Whether a ``--model`` value is ``module:callable`` (holds ':', is no existing file and no
+    ``hf:PATH``)."""
+    return bool(text) and ":" in text and not Path(text).exists() and not text.startswith(HF_PREFIX)
 
 
 def import_factory(spec):
@@ -88,8 +90,12 @@ def load_factory_model(spec, task):
 
 def load_model(task, model_arg=None):
     """The task's model: its own loader (its shipped weights, a checkpoint path, a name it knows),
-    or for an import spec the factory's; the spec is kept on the task (``model_spec``) for the
-    run's config."""
+    for ``hf:PATH`` the Hugging Face masked LM in that folder (bench/hf.py), or for an import spec
+    the factory's; the spec is kept on the task (``model_spec``) for the run's config."""
+    if model_arg and model_arg.startswith(HF_PREFIX):
+        from bench.hf import load_hf_model
+        task.model_spec = model_arg
+        return check_contract(load_hf_model(model_arg[len(HF_PREFIX):], task.symbols()), f"--model {model_arg}")
     if is_import_spec(model_arg):
         task.model_spec = model_arg
         return load_factory_model(model_arg, task)

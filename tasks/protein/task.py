@@ -30,7 +30,7 @@ from tasks.protein.metrics import (
     value_w1,
     window_values,
 )
-from tasks.protein.model import DEFAULT_WEIGHTS, PUBLISHED, load_protein_model
+from tasks.protein.model import AA_IDS, BOS_ID, DEFAULT_WEIGHTS, EOS_ID, MASK_ID, PAD_ID, PUBLISHED, load_protein_model
 from tasks.protein.split import REFERENCE_A, REFERENCE_B
 
 N_SAMPLES = 500
@@ -74,6 +74,11 @@ class ProteinTask(Task):
     def config(self):
         model = self.model_name if self.model_name in PUBLISHED else portable_path(self.model_name or DEFAULT_WEIGHTS)
         return {"data": portable_path(self.reference_path), "model": model}
+
+    def symbols(self):
+        """ESM ids: the 20 amino acids by letter, and the start, end, padding and mask ids."""
+        return {**dict(zip(AA_IDS.tolist(), AMINO_ACIDS)),
+                BOS_ID: "<cls>", EOS_ID: "<eos>", PAD_ID: "<pad>", MASK_ID: "<mask>"}
 
     def load_model(self):
         judge()  # the judge must be present before any decoding starts

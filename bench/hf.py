@@ -1,0 +1,135 @@
+"""Any Hugging Face masked language model on a local folder as a MaskedModel: ``--model hf:PATH``.
+
+The folder holds what ``transformers``' ``AutoModelForMaskedLM`` and ``AutoTokenizer`` load
+(``config.json``, the weights, the tokenizer's files; a vocabulary file elsewhere can be named
+with ``vocab``), so a BERT, ESM-2 or DPLM checkpoint on a user's disk runs like the shipped
+models. Nothing is downloaded: every load is ``local_files_only``.
+
+A task reads and writes its own token ids; the model reads its tokenizer's. The task says what
+each of its ids means (``Task.symbols()``: value letters such as ``"A"`` and the roles
+``<cls>``, ``<eos>``, ``<pad>``, ``<mask>``), and the model translates: a masked position is the
+tokenizer's mask token, padding is its pad token and is not attended to, and the logits are
+those of the task's values, in the task's value order. ``hidden`` is the output of layer
+``layer`` (the last by default), for the strategies that read hidden states.
+"""
+import hashlib
+import importlib.util
+from pathlib import Path
+
+import torch
+
+from bench.core import MaskedModel, ModelOutput
+from bench.errors import BenchError
+
+ROLES = ("<cls>", "<eos>", "<pad>", "<mask>")
+
+
+def tokenizer_role_tokens(tokenizer):
+    """{role: the tokenizer's token for it}: BERT's [CLS]/[SEP], ESM's <cls>/<eos>."""
+    return {"<cls>": tokenizer.cls_token or tokenizer.bos_token, "<eos>": tokenizer.sep_token or tokenizer.eos_token,
+            "<pad>": tokenizer.pad_token, "<mask>": tokenizer.mask_token}
+
+
+def id_table(symbols, tokenizer, what):
+    """(long [max task id + 1]: the model's id for each task id, the task's value ids in order, the
+    model's ids of those values); one-line errors for a symbol the vocabulary lacks."""
+    roles = tokenizer_role_tokens(tokenizer)
+    vocab = tokenizer.get_vocab()
+    table = torch.full((max(symbols) + 1,), -1, dtype=torch.long)
+    for task_id, symbol in symbols.items():
+        token = roles.get(symbol, symbol)
+        if token is None or token not in vocab:
+            raise BenchError(f"{what}: the model's vocabulary has no token for {symbol!r} (task id {task_id}); "
+                             f"it must hold every value letter and {', '.join(ROLES)}")
+        table[task_id] = vocab[token]
+    values = [task_id for task_id, symbol in sorted(symbols.items()) if symbol not in ROLES]
+    return table, torch.tensor(values), table[torch.tensor(values)]
+
+
+def folder_id(path, vocab=None):
+    """sha256 (first 16 hex) of the folder's files' names and bytes and of a vocabulary file kept
+    elsewhere: identifies the weights and how ids are read."""
+    digest, vocab = hashlib.sha256(), Path(vocab) if vocab else None
+    for file in sorted(p for p in Path(path).rglob("*") if p.is_file()) + ([vocab] if vocab else []):
+        digest.update(file.name.encode() if file == vocab else file.relative_to(path).as_posix().encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def load_tokenizer(path, vocab, what):
+    from transformers import AutoTokenizer, BertTokenizer
+    try:
+        if vocab is not None:
+            return BertTokenizer(vocab_file=str(vocab), do_lower_case=False)
+        return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as err:
+        raise BenchError(f"{what}: no tokenizer could be loaded ({str(err).splitlines()[0][:160]}); "
+                         f"the folder must hold the tokenizer's files") from None
+
+
+class HFMaskedLM(MaskedModel):
+    """A ``transformers`` masked LM read through a task's symbols (module docstring)."""
+
+    def __init__(self, network, tokenizer, symbols, checkpoint_id, layer=-1, what="the model"):
+        self.network, self.layer, self.hidden_layer = network.eval(), layer, layer
+        self.id_table, self.value_tokens, self.model_values = id_table(symbols, tokenizer, what)
+        self.vocab_size = len(self.value_tokens)
+        self.mask_id = tokenizer.mask_token_id
+        self.pad_id = int(self.id_table[next(i for i, s in symbols.items() if s == "<pad>")]) \
+            if "<pad>" in symbols.values() else None
+        self.checkpoint_id = checkpoint_id
+
+    @torch.inference_mode()
+    def __call__(self, tokens, masked):
+        if int(tokens.max()) >= len(self.id_table) or bool((self.id_table[tokens] < 0).any()):
+            raise BenchError("the inputs hold a token id the task's symbols do not name")
+        ids = self.id_table[tokens].masked_fill(masked, self.mask_id)
+        attention = (ids != self.pad_id).long() if self.pad_id is not None else torch.ones_like(ids)
+        out = self.network(input_ids=ids, attention_mask=attention, output_hidden_states=True)
+        logits = out.logits[..., self.model_values].float()
+        return ModelOutput(logits=logits, hidden=out.hidden_states[self.layer].float())
+
+    def to(self, device):
+        self.network.to(device)
+        self.id_table, self.value_tokens = self.id_table.to(device), self.value_tokens.to(device)
+        self.model_values = self.model_values.to(device)
+        return self
+
+    @property
+    def n_params(self):
+        return sum(p.numel() for p in self.network.parameters())
+
+
+def check_torchvision():
+    """A one-line error where a torchvision is installed that cannot be imported (PyPI's CUDA build
+    beside the CPU torch, which `esm` pulls in): transformers would import it and fail deep inside."""
+    if importlib.util.find_spec("torchvision") is None:
+        return
+    try:
+        import torchvision  # noqa: F401
+    except Exception as err:  # RuntimeError: operator torchvision::nms does not exist, OSError: CUDA libraries
+        raise BenchError(f"torchvision is installed but cannot be imported ({str(err).splitlines()[0][:100]}), "
+                         f"which breaks transformers' models; nothing here uses it: pip uninstall torchvision"
+                         ) from None
+
+
+def load_hf_model(path, symbols, *, vocab=None, layer=-1):
+    """The masked LM in folder ``path`` (``vocab``: a BERT vocabulary file kept elsewhere) read
+    through ``symbols`` ({task id: symbol}); one-line errors for a missing folder, weights that
+    do not load, or a vocabulary without the task's symbols."""
+    what = f"--model hf:{path}"
+    if not Path(path).is_dir() or not (Path(path) / "config.json").is_file():
+        raise BenchError(f"{what}: no folder with a config.json there; give a local Hugging Face model folder")
+    if not symbols:
+        raise BenchError(f"{what}: this task names no symbols for its token ids (Task.symbols), so a "
+                         f"Hugging Face model cannot read its inputs")
+    check_torchvision()
+    from transformers import AutoModelForMaskedLM
+    from transformers.utils import logging
+    logging.set_verbosity_error()   # unused heads of a checkpoint (AntiBERTy's species head) are expected
+    try:
+        network = AutoModelForMaskedLM.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError, KeyError) as err:
+        raise BenchError(f"{what}: the weights do not load as a masked LM ({str(err).splitlines()[0][:160]})") from None
+    tokenizer = load_tokenizer(path, vocab, what)
+    return HFMaskedLM(network, tokenizer, symbols, f"hf-{folder_id(path, vocab)}", layer=layer, what=what)

@@ -1,0 +1,23 @@
+"""The antibody task's preset tiers and verdict settings (bench.settings; light: no model code).
+
+The grids were chosen on the validation split (genes apart from test's): a pilot of 16 validation
+domains (`bench run --tasks antibody --data validation --limit 16`, docs in the task README) put
+eb at gamma 0.1, 0.3, 1, 3 at 75, 45, 17 and 9 mean passes and threshold at tau 0.9, 0.7, 0.5 at
+17, 10 and 7, against sequential's 87; the default keeps the settings that spread over 9-45
+passes. ``topk:k=100`` reveals the whole region in one pass (the one-pass decode). AntiBERTy is a
+26M-parameter BERT, about 20 ms a domain-pass on 2 cores, so ``default`` runs 64 test domains
+(every family, about 340 passes a domain in all) and ``paper`` all of them.
+"""
+from bench.settings import Verdicts, register_task_settings, sweep
+
+DEFAULT = (["sequential"] + sweep("topk", "k", (2, 4, 8, 100)) + sweep("margin", "k", (2, 4, 8))
+           + sweep("eb", "gamma", (0.3, 1, 3)) + sweep("threshold", "tau", (0.9, 0.7)))
+PAPER = DEFAULT + sweep("eb", "gamma", (0.1,)) + sweep("threshold", "tau", (0.5,))
+QUICK = ["sequential", "topk:k=8", "margin:k=8", "eb:gamma=1", "threshold:tau=0.9", "topk:k=100"]
+
+register_task_settings(
+    "antibody", {"paper": PAPER, "default": DEFAULT, "quick": QUICK},
+    limits={"quick": 16, "default": 64},
+    figure_references=("eb",),
+    # recovery of the own germline's region (share of ~87 residues): one point is about one residue
+    verdicts=Verdicts(budgets=(4, 8, 16, 32), margin=0.01, reference="sequential"))

@@ -1,0 +1,140 @@
+"""The antibody task: AntiBERTy (a published masked LM nobody here trained) fills the region of a
+germline V domain from IMGT position 11 to the end of the V gene; scored against the input's
+own germline and the nearest germline allele of its species and chain."""
+import hashlib
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bench.core import EvalSet, Task
+from bench.errors import BenchError
+from bench.provenance import portable_path
+from bench.registry import register_task
+from bench.stats import mean_metric
+from tasks.antibody.germlines import AMINO_ACIDS, SPLITS, allele_matrix, domains
+
+PAD_ID, CLS_ID, SEP_ID, MASK_ID = 0, 2, 3, 4      # AntiBERTy's vocabulary (trained_models/vocab.txt)
+VALUE_IDS = torch.arange(5, 25)                     # A C D ... Y, in AMINO_ACIDS order
+
+
+def antiberty_folder():
+    """(the AntiBERTy checkpoint folder, its vocabulary file) inside the installed antiberty wheel
+    (0.1.3 ships them; found without importing the package)."""
+    spec = importlib.util.find_spec("antiberty")
+    if spec is None or not spec.submodule_search_locations:
+        raise BenchError("the antibody task needs AntiBERTy's weights: pip install antiberty==0.1.3 "
+                         "(they ship inside its wheel)")
+    models = Path(list(spec.submodule_search_locations)[0]) / "trained_models"
+    folder, vocab = models / "AntiBERTy_md_smooth", models / "vocab.txt"
+    if not (folder / "config.json").is_file() or not vocab.is_file():
+        raise BenchError(f"no AntiBERTy checkpoint in {models}; antiberty 1.0 fetches its weights at run time: "
+                         f"pip install antiberty==0.1.3")
+    return folder, vocab
+
+
+def encode(domain_list):
+    """(tokens [n, W]: [CLS] residues [SEP] then padding, masked region as [MASK]; masked [n, W])."""
+    width = max(len(d.sequence) for d in domain_list) + 2
+    tokens = torch.full((len(domain_list), width), PAD_ID, dtype=torch.long)
+    masked = torch.zeros_like(tokens, dtype=torch.bool)
+    for row, d in enumerate(domain_list):
+        ids = VALUE_IDS[[AMINO_ACIDS.index(c) for c in d.sequence]]
+        tokens[row, 0], tokens[row, 1:len(ids) + 1], tokens[row, len(ids) + 1] = CLS_ID, ids, SEP_ID
+        masked[row, 1:len(ids) + 1] = torch.tensor(d.masked)
+    tokens[masked] = MASK_ID
+    return tokens, masked
+
+
+def filled_region(tokens_row, domain):
+    """The amino acids the model wrote in the masked region of one row."""
+    ids = tokens_row[1:len(domain.sequence) + 1].tolist()
+    return "".join(AMINO_ACIDS[i - 5] if 5 <= i < 25 else "?" for i, m in zip(ids, domain.masked) if m)
+
+
+def truth_region(domain):
+    return "".join(c for c, m in zip(domain.sequence, domain.masked) if m)
+
+
+def nearest_germline(region, domain, matrices):
+    """(identity to the nearest allele of the domain's species and chain over the masked IMGT
+    positions, that allele's name)."""
+    names, matrix = matrices[(domain.species, domain.chain)]
+    columns = np.array([p - 1 for p, m in zip(domain.imgt, domain.masked) if m])
+    same = matrix[:, columns] == np.frombuffer(region.encode(), dtype=np.uint8)
+    identity = same.mean(1)
+    best = int(identity.argmax())
+    return float(identity[best]), names[best]
+
+
+@register_task
+class AntibodyTask(Task):
+    """Antibody V domains from IMGT germlines: AntiBERTy fills IMGT 11 to the end of the V gene."""
+    name = "antibody"
+    headline = "recovery"
+    temperature = 0.0      # argmax values: a fill is the model's best guess, scored against the germline
+    options = {"data": "split: test (default) or validation (genes apart from test's)",
+               "model": "a Hugging Face masked-LM folder (default: AntiBERTy from the antiberty wheel)"}
+
+    def __init__(self, data=None, model=None):
+        if data is not None and data not in SPLITS:
+            raise BenchError(f"--data {data}: the antibody task takes a split, one of {', '.join(SPLITS)}")
+        self.split, self.model_path = data or "test", model
+        self.matrices = {}
+
+    def config(self):
+        model = portable_path(self.model_path) if self.model_path else "antiberty==0.1.3 AntiBERTy_md_smooth"
+        return {"data": self.split, "model": model}
+
+    def symbols(self):
+        return {**dict(zip(VALUE_IDS.tolist(), AMINO_ACIDS)),
+                PAD_ID: "<pad>", CLS_ID: "<cls>", SEP_ID: "<eos>", MASK_ID: "<mask>"}
+
+    def load_model(self):
+        from bench.hf import load_hf_model
+        if self.model_path:
+            return load_hf_model(self.model_path, self.symbols())
+        folder, vocab = antiberty_folder()
+        return load_hf_model(folder, self.symbols(), vocab=vocab)
+
+    def eval_set(self, limit=None, seed=0):
+        """The split's domains in their fixed order (the first ``limit``); the seed plays no part
+        (argmax values, a fixed region)."""
+        chosen = domains(self.split)[:limit]
+        tokens, masked = encode(chosen)
+        text = "\n".join(f"{d.species} {d.chain} {d.v_allele} {d.j_allele} {d.sequence}" for d in chosen)
+        return EvalSet(tokens=tokens, masked=masked, data_id=hashlib.sha256(text.encode()).hexdigest()[:12],
+                       extras={"domains": chosen})
+
+    def germline_matrices(self, keys):
+        for key in keys:
+            if key not in self.matrices:
+                self.matrices[key] = allele_matrix(*key)
+        return self.matrices
+
+    def records(self, tokens, passes, rows, eval_set):
+        chosen = [eval_set.extras["domains"][r] for r in rows.tolist()]
+        matrices = self.germline_matrices({(d.species, d.chain) for d in chosen})
+        found = []
+        for tokens_row, n, row, domain in zip(tokens, passes.tolist(), rows.tolist(), chosen):
+            region, truth = filled_region(tokens_row, domain), truth_region(domain)
+            identity, nearest = nearest_germline(region, domain, matrices)
+            found.append({"index": row, "passes": n, "species": domain.species, "chain": domain.chain,
+                          "v_allele": domain.v_allele, "region": region,
+                          "recovery": sum(a == b for a, b in zip(region, truth)) / len(truth),
+                          "identity": identity, "nearest_allele": nearest, "exact": int(region == truth)})
+        return found
+
+    def summarize(self, records):
+        def column(name):
+            return np.array([r[name] for r in records], dtype=float)
+        return [
+            mean_metric("recovery", column("recovery"), True, "amino-acid recovery of the input's own germline",
+                        field="recovery"),
+            mean_metric("identity", column("identity"), True,
+                        "identity to the nearest germline allele of the same species and chain", field="identity"),
+            mean_metric("exact_share", column("exact"), True, "share of inputs filled exactly as their germline",
+                        field="exact"),
+            mean_metric("passes", column("passes"), False, "forward passes per domain", field="passes"),
+        ]

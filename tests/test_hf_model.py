@@ -1,0 +1,115 @@
+"""`--model hf:PATH`: any Hugging Face masked LM in a local folder, read through a task's symbols.
+Tiny random BERT and ESM checkpoints made here stand for AntiBERTy, ESM-2 or DPLM on a user's disk:
+their logits are the network's own at the task's values, and they decode the protein and the
+antibody task through the real CLI."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from bench.errors import BenchError
+from bench.hf import load_hf_model
+from bench.models import load_model
+from tasks.antibody.task import AntibodyTask
+
+transformers = pytest.importorskip("transformers")
+ROOT = Path(__file__).resolve().parent.parent
+AMINO = list("ACDEFGHIKLMNPQRSTVWY")
+
+
+def tiny_bert(folder):
+    """A random 1-layer BERT with AntiBERTy's vocabulary layout, and its tokenizer's vocab.txt."""
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + AMINO
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=32, max_position_embeddings=512, pad_token_id=0)
+    transformers.BertForMaskedLM(config).save_pretrained(folder)
+    transformers.BertTokenizer(vocab_file=str(folder / "vocab.txt"), do_lower_case=False).save_pretrained(folder)
+    return folder
+
+
+def tiny_esm(folder):
+    """A random 1-layer ESM-2-shaped masked LM with ESM's vocabulary and tokenizer."""
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = ["<cls>", "<pad>", "<eos>", "<unk>"] + list("LAGVSERTIDPKQNFYMHWCXBUZO") + [".", "-", "<null_1>", "<mask>"]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    torch.manual_seed(0)
+    config = transformers.EsmConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                    intermediate_size=32, max_position_embeddings=1026, pad_token_id=1,
+                                    mask_token_id=32, position_embedding_type="rotary", token_dropout=False)
+    transformers.EsmForMaskedLM(config).save_pretrained(folder)
+    transformers.EsmTokenizer(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hf")
+    return {"bert": tiny_bert(root / "bert"), "esm": tiny_esm(root / "esm")}
+
+
+@pytest.mark.parametrize("kind", ["bert", "esm"])
+def test_logits_are_the_network_s_own_at_the_task_s_values(checkpoints, kind):
+    task = AntibodyTask()
+    model = load_hf_model(checkpoints[kind], task.symbols())
+    eval_set = task.eval_set(limit=3)
+    out = model(eval_set.tokens, eval_set.masked)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(checkpoints[kind]))
+    network = transformers.AutoModelForMaskedLM.from_pretrained(str(checkpoints[kind])).eval()
+    roles = {0: tokenizer.pad_token, 2: tokenizer.cls_token, 3: tokenizer.sep_token or tokenizer.eos_token,
+             4: tokenizer.mask_token, **{5 + i: a for i, a in enumerate(AMINO)}}
+    ids = torch.tensor([[tokenizer.convert_tokens_to_ids(roles[int(t)]) for t in row] for row in eval_set.tokens])
+    with torch.no_grad():
+        direct = network(input_ids=ids, attention_mask=(ids != tokenizer.pad_token_id).long()).logits
+    values = [tokenizer.convert_tokens_to_ids(a) for a in AMINO]
+    assert out.logits.shape == (3, eval_set.tokens.shape[1], 20) and out.hidden.shape[:2] == eval_set.tokens.shape
+    assert torch.allclose(out.logits, direct[..., values], atol=1e-5)
+    assert model.checkpoint_id.startswith("hf-") and model.n_params > 0
+
+
+def test_a_folder_without_a_model_or_a_vocabulary_without_the_values_is_one_line(tmp_path, checkpoints):
+    with pytest.raises(BenchError, match="no folder with a config.json"):
+        load_hf_model(tmp_path, AntibodyTask().symbols())
+    with pytest.raises(BenchError, match="has no token for 'Z'"):
+        load_hf_model(checkpoints["bert"], {**AntibodyTask().symbols(), 30: "Z"})
+
+
+def test_the_model_spec_dispatches_and_is_kept_for_the_run_config(checkpoints):
+    task = AntibodyTask()
+    model = load_model(task, f"hf:{checkpoints['bert']}")
+    assert task.model_spec == f"hf:{checkpoints['bert']}" and model.vocab_size == 20
+
+
+def cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def test_a_tiny_bert_decodes_the_antibody_task_through_the_cli(checkpoints, tmp_path):
+    proc = cli("run", "--tasks", "antibody", "--model", f"hf:{checkpoints['bert']}", "--strategies",
+               "topk:k=40,eb:gamma=1", "--limit", "2", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summaries = [json.loads(p.read_text()) for p in tmp_path.rglob("*.json")]
+    assert len(summaries) == 2
+    for summary in summaries:
+        assert summary["config"]["task_options"]["model"] == f"hf:{checkpoints['bert']}"
+        assert summary["model"]["id"].startswith("hf-") and summary["n_samples"] == 2
+
+
+def test_a_tiny_esm_decodes_protein_inputs_into_amino_acids(checkpoints):
+    """The protein task's ESM ids through an ESM-2-shaped checkpoint's own vocabulary (scoring the
+    sequences needs the judge, which the protein task's tests cover)."""
+    from bench.decode import decode
+    from bench.registry import parse_strategy
+    from tasks.protein.task import ProteinTask
+    task = ProteinTask()
+    model = load_model(task, f"hf:{checkpoints['esm']}")
+    eval_set = task.eval_set(limit=2)
+    result = decode(model, eval_set.tokens, eval_set.masked, parse_strategy("topk:k=40"))
+    written = result.tokens[eval_set.masked]
+    assert bool(torch.isin(written, model.value_tokens).all()) and int(result.passes.max()) > 1
+    assert torch.equal(result.tokens[~eval_set.masked], eval_set.tokens[~eval_set.masked])
