@@ -57,6 +57,15 @@ def truth_region(domain):
     return "".join(c for c, m in zip(domain.sequence, domain.masked) if m)
 
 
+def score_region(region, domain, matrices):
+    """The record fields of a filled ``region``: recovery of the own germline's residues, identity
+    to the nearest allele of the same species and chain (and its name), and whether it is exact."""
+    truth = truth_region(domain)
+    identity, nearest = nearest_germline(region, domain, matrices)
+    return {"recovery": sum(a == b for a, b in zip(region, truth)) / len(truth), "identity": identity,
+            "nearest_allele": nearest, "exact": int(region == truth)}
+
+
 def nearest_germline(region, domain, matrices):
     """(identity to the nearest allele of the domain's species and chain over the masked IMGT
     positions, that allele's name)."""
@@ -118,12 +127,9 @@ class AntibodyTask(Task):
         matrices = self.germline_matrices({(d.species, d.chain) for d in chosen})
         found = []
         for tokens_row, n, row, domain in zip(tokens, passes.tolist(), rows.tolist(), chosen):
-            region, truth = filled_region(tokens_row, domain), truth_region(domain)
-            identity, nearest = nearest_germline(region, domain, matrices)
+            region = filled_region(tokens_row, domain)
             found.append({"index": row, "passes": n, "species": domain.species, "chain": domain.chain,
-                          "v_allele": domain.v_allele, "region": region,
-                          "recovery": sum(a == b for a, b in zip(region, truth)) / len(truth),
-                          "identity": identity, "nearest_allele": nearest, "exact": int(region == truth)})
+                          "v_allele": domain.v_allele, "region": region, **score_region(region, domain, matrices)})
         return found
 
     def summarize(self, records):
