@@ -83,13 +83,15 @@ def split_runs(results, task, metric):
     """A Panel of ``results`` for ``metric`` under task ``task``'s ``order_bounds``."""
     settings = task_settings(task)
     bounds = settings.order_bounds if settings is not None else {}
+    without = [r for r in results if metric_of(r, metric) is None]   # a run that does not estimate it
+    results = [r for r in results if r not in without]
     if metric not in bounds:
-        return Panel(metric, list(results), [], [])
+        return Panel(metric, results, [], without)
     drawn = [r for r in results if order_drawn(r)]
     exact = [r for r in results if r not in drawn]
     if bounds[metric] is None:
-        return Panel(metric, exact, [], drawn)
-    return Panel(metric, exact, drawn, [], bounds[metric])
+        return Panel(metric, exact, [], without + drawn)
+    return Panel(metric, exact, drawn, without, bounds[metric])
 
 
 def references_of(results, task):
@@ -208,8 +210,8 @@ def draw_summary(results, task, out_dir, layout, metric, styles):
 
 def summary_caption(task, panel, reference):
     ref = f"; the star and dotted line are {reference['strategy']}, the reference" if reference else ""
-    left = f"; {len(panel.left_out)} runs with orders drawn at random are left out (no estimate)" \
-        if panel.left_out else ""
+    left = f"; {len(panel.left_out)} runs that give no estimate of it (an order drawn at random, re-masking) " \
+        f"are left out" if panel.left_out else ""
     return (f"{task}: mean forward passes (log x) against {panel.quality['label']}; one line per strategy "
             f"family through its best runs (its Pareto frontier), 95% CIs both ways{ref}{left}.")
 
