@@ -16,7 +16,7 @@ from bench.registry import claim, load_plugins
 TIERS = ("quick", "default", "paper", "ci")   # the preset tiers a task may declare specs for
 TASK_SETTINGS = {}   # task name -> TaskSettings
 ABLATIONS = {}       # key -> Ablation
-DRAWN_ORDERS = {}    # strategy name -> the parameters (a dict) of its runs that draw their order at random
+DRAWN_ORDERS = {}    # (strategy name, parameters) -> the parameters (a dict) of runs that draw their order
 
 
 @dataclass(frozen=True)
@@ -76,17 +76,20 @@ def register_ablation(key, ablation):
 
 def register_drawn_order(strategy, where=None):
     """Declare that runs of ``strategy`` whose parameters include ``where`` (every run: None)
-    draw their order at random (its ``samples()``), for what reads result files without loading
-    strategies: a figure draws such a run's order-dependent metrics as bounds (``order_bounds``).
-    tests/test_figures_print.py checks the declaration against ``samples()`` on every preset spec."""
-    return claim("drawn order", DRAWN_ORDERS, strategy, dict(where or {}), origin=caller_module())
+    draw their order at random (its ``samples()``; declare each case apart where there are
+    several), for what reads result files without loading strategies: a figure draws such a run's
+    order-dependent metrics as bounds (``order_bounds``). tests/test_figures_print.py checks the
+    declarations against ``samples()`` on every preset spec."""
+    where = dict(where or {})
+    key = f"{strategy}:" + ",".join(f"{k}={v}" for k, v in sorted(where.items()))
+    return claim("drawn order", DRAWN_ORDERS, key, (strategy, where), origin=caller_module())
 
 
 def order_is_drawn(strategy, params):
     """Whether a run of ``strategy`` with ``params`` draws its order at random, as declared."""
     load_plugins("presets")
-    where = DRAWN_ORDERS.get(strategy)
-    return where is not None and all(params.get(k) == v for k, v in where.items())
+    return any(name == strategy and all(params.get(k) == v for k, v in where.items())
+               for name, where in DRAWN_ORDERS.values())
 
 
 def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations=(), headline=False,

@@ -94,13 +94,21 @@ def split_runs(results, task, metric):
     return Panel(metric, exact, drawn, without, bounds[metric])
 
 
+def matching_runs(results, entry):
+    """The runs a figure reference names: ``name`` (every run of that strategy) or
+    ``name:key=value,...`` (its runs with those parameters, e.g. the vanilla sampler's random order)."""
+    name, _, given = entry.partition(":")
+    wanted = dict(pair.split("=", 1) for pair in given.split(",") if pair)
+    return [r for r in results if r["strategy"] == name
+            and all(str(r["config"]["strategy_params"].get(k)) == v for k, v in wanted.items())]
+
+
 def references_of(results, task):
-    """(the reference run or None, the strategy names drawn as grey lines in every panel)."""
+    """(the reference run or None, the figure references with runs, drawn in grey in every panel)."""
     verdicts, settings = verdicts_for(task), task_settings(task)
     declared = settings.figure_references if settings is not None else ()
-    present = {r["strategy"] for r in results}
     return (reference_run(results, verdicts.reference if verdicts else None),
-            tuple(name for name in declared if name in present))
+            tuple(entry for entry in declared if matching_runs(results, entry)))
 
 
 def family_front(runs, metric):
@@ -219,11 +227,11 @@ def summary_caption(task, panel, reference):
 def draw_family_panel(ax, family_runs, panel, refs, style, layout):
     """One family's variants (line style and marker each) over the grey reference lines."""
     reference, grey = refs
-    for (colour, dash), name in zip(REFERENCE_LINES, grey):
-        runs = [r for r in panel.exact if r["strategy"] == name]
-        if runs and name != family_runs[0]["strategy"]:
+    for (colour, dash), entry in zip(REFERENCE_LINES, grey):
+        runs = matching_runs(panel.exact, entry)
+        if runs and entry.partition(":")[0] != family_runs[0]["strategy"]:
             front = family_front(runs, panel.metric)
-            xs, ys = ([metric_of(r, name)["value"] for r in front] for name in ("passes", panel.metric))
+            xs, ys = ([metric_of(r, metric)["value"] for r in front] for metric in ("passes", panel.metric))
             ax.plot(xs, ys, color=colour, linestyle=dash, linewidth=1, zorder=1)
     if reference is not None:
         draw_reference_run(ax, reference, panel.metric, layout.font)
