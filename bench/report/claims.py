@@ -1,22 +1,24 @@
 """The claims of a task, computed: strategies x pass budgets, frontier areas, speed-up with
 non-inferiority to the task's reference run, ablations; each with its paired difference, CI and
-p-value (``bench.report.render`` writes them as tables and ``claims_<task>.md``)."""
+p-value (``bench.report.render`` writes them as tables and ``claims_<task>.md``).
+
+Every p-value a claims file prints is one family: they are Holm-adjusted together
+(``adjust_family``), and a claim is shown only where its adjusted p is below ALPHA."""
 from dataclasses import dataclass
 
 import numpy as np
 
-from bench.paired import better_sign, paired_difference
+from bench.multiplicity import ALPHA, family_size, holm
+from bench.paired import BootstrapTest, better_sign, paired_difference
 from bench.report.sweeps import reference_run, sweep_lines
 from bench.report.verdicts import (
     areas,
-    bootstrap_p,
     budget_table,
-    centred,
-    interval,
     is_distance,
     joint_indices,
     load_runs,
     make_line,
+    mark_best,
     non_inferiority,
     select_line,
 )
@@ -35,10 +37,11 @@ class TaskVerdicts:
     leads: list          # Lead per budget
     areas: dict          # line -> BudgetCell | None
     speedup: list        # SpeedupRow per line
-    ablations: list      # (idea, [same-parameter pair dicts], [(budget, diff dict)])
+    ablations: list      # (idea, [same-parameter pair dicts], [difference dict per budget])
     left_out: int
     seeds: int = 1       # seeds pooled per input
     reference: str = "reference"   # the strategy name of the reference run (what the text calls it)
+    family: int = 0      # p-values in the claims file, Holm-adjusted together (``adjust_family``)
 
 
 @dataclass
@@ -67,6 +70,11 @@ def speedup_rows(runs, lines, tolerance, reference_name=None):
         sign = better_sign(reference.quality.higher_is_better)
         run, verdict, diff = passing[0] if passing else max(tested, key=lambda t: sign * t[2]["diff"])
         rows.append(SpeedupRow(name, run, verdict, diff, run.passes() / reference.passes()))
+    return speedup_order(rows)
+
+
+def speedup_order(rows):
+    """Speed-up rows: non-inferior first, then not shown, then worse; cheapest first within each."""
     order = {"yes": 0, "not shown": 1, "no": 2}
     return sorted(rows, key=lambda r: (order[r.verdict], r.ratio))
 
@@ -89,15 +97,39 @@ def ablation_pairs(runs, ablation):
 
 
 def ablation_at_budgets(with_idea, without, idx, budgets):
-    """[(budget, diff, low, high, p)] of the idea's line minus its ablation's at equal budgets."""
+    """[difference dict with its budget] of the idea's line minus its ablation's at equal budgets
+    (linear interpolation in log passes, paired bootstrap)."""
     a, b = make_line("with", with_idea, idx), make_line("without", without, idx)
     out, distance = [], is_distance([a, b])
     for budget in budgets:
         (va, ra), (vb, rb) = a.at(budget), b.at(budget)
         if not (np.isnan(va) or np.isnan(vb)):
-            diff_reps = centred(ra - rb, va - vb, distance)
-            out.append((budget, va - vb, *interval(diff_reps), bootstrap_p(diff_reps)))
+            out.append({"budget": budget, **BootstrapTest.of(ra - rb, va - vb, distance).summary()})
     return out
+
+
+def family_tests(v):
+    """Every test dict whose p a claims file prints, in the order it prints them: the budget leads,
+    the speed-up rows (one-sided at the margin), each ablation at budgets and run by run."""
+    tests = [lead.test for lead in v.leads] + [row.diff for row in v.speedup]
+    for _, pairs, at_budgets in v.ablations:
+        tests += at_budgets + [pair["quality"] for pair in pairs]
+    return tests
+
+
+def adjust_family(v):
+    """Holm-adjust the p-values of ``v``'s claims together (each test dict gets ``p_holm``), then
+    mark the budget table's best and withdraw a non-inferiority the adjustment does not keep."""
+    tests = family_tests(v)
+    for test, adjusted in zip(tests, holm([t["p"] for t in tests])):
+        test["p_holm"] = float(adjusted)
+    v.family = family_size([t["p"] for t in tests])
+    mark_best(v.cells, v.leads, v.higher_is_better)
+    for row in v.speedup:
+        if row.verdict == "yes" and not row.diff["p_holm"] < ALPHA:
+            row.verdict = "not shown"
+    v.speedup = speedup_order(v.speedup)
+    return v
 
 
 BUDGET_GRID = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)   # passes, for tasks without settings
@@ -135,8 +167,8 @@ def task_verdicts(group, task, root):
         with_idea, without, pairs = ablation_pairs(runs, ablation)
         if pairs or (with_idea and without):
             ablations.append((ablation.idea, pairs, ablation_at_budgets(with_idea, without, idx, config.budgets)))
-    return TaskVerdicts(task, runs[0].summary["headline"], higher, len(runs[0].passes.columns[0]),
-                        config.budgets, config.margin, cells, leads,
-                        areas(made, min(config.budgets), max(config.budgets)),
-                        speedup_rows(runs, lines, config.margin, config.reference), ablations, left_out,
-                        max(len(r.summary.get("pooled_seeds", [0])) for r in runs), reference_name)
+    return adjust_family(TaskVerdicts(
+        task, runs[0].summary["headline"], higher, len(runs[0].passes.columns[0]), config.budgets, config.margin,
+        cells, leads, areas(made, min(config.budgets), max(config.budgets)),
+        speedup_rows(runs, lines, config.margin, config.reference), ablations, left_out,
+        max(len(r.summary.get("pooled_seeds", [0])) for r in runs), reference_name))

@@ -7,7 +7,9 @@ import re
 
 import numpy as np
 
+from bench.multiplicity import ALPHA
 from bench.report.sweeps import metric_of
+from bench.report.verdicts import MAX_OUTSIDE
 
 
 def metric_names(results):
@@ -100,11 +102,34 @@ def p_text(p):
     return "-" if p is None or np.isnan(p) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
 
 
+def p_pair(test, name=None):
+    """'Tango score (McNemar) p 0.006, Holm p 0.21': a test's raw and family-adjusted p."""
+    head = f"{name or test['test']} p {p_text(test['p'])}"
+    return head + (f", Holm p {p_text(test['p_holm'])}" if "p_holm" in test else "")
+
+
+def shown_text(test):
+    """'shown' where the family-adjusted p is below ALPHA, else 'not shown'."""
+    return "shown" if test.get("p_holm", np.nan) < ALPHA else "not shown"
+
+
+def dropped_share(test):
+    """The share of a bootstrap test's replicates left out (outside a line's range)."""
+    total = test["n_replicates"] + test["dropped"]
+    return test["dropped"] / total if total else 0.0
+
+
+def outside_text(share):
+    return f", {share:.1%} outside" if share > 0 else ""
+
+
 def cell_text(cell, bold=True):
+    """'0.638 [0.609, 0.666]', bold where best and shown, with the share of replicates outside the
+    line's range where there are any ('0.6 [0.57, 0.63], 23.5% outside')."""
     if cell is None:
         return "-"
     text = ci_text(cell.value, cell.low, cell.high)
-    return f"**{text}**" if bold and cell.best else text
+    return (f"**{text}**" if bold and cell.best else text) + outside_text(cell.outside)
 
 
 def budget_rows(v, numeric=False):
@@ -117,49 +142,57 @@ def budget_rows(v, numeric=False):
         if all(c is None for c in cells):
             continue                       # a single run (the reference) or a sweep outside every budget
         if numeric:
-            rows.append([name] + [x for c in cells for x in ((c.value, c.low, c.high) if c else (None,) * 3)])
+            numbers = [(c.value, c.low, c.high, c.outside) if c else (None,) * 4 for c in cells]
+            rows.append([name] + [x for four in numbers for x in four])
         else:
             rows.append([name] + [cell_text(c) for c in cells])
     if numeric:
-        header = ["strategy"] + [f"{h}{s}" for h in header[1:] for s in ("", "_ci_low", "_ci_high")]
+        header = ["strategy"] + [f"{h}{s}" for h in header[1:] for s in ("", "_ci_low", "_ci_high", "_outside")]
     return header, rows
 
 
 def speedup_table(v, numeric=False):
     """Header and rows: per line its cheapest run non-inferior to the reference (paired test)."""
-    header = ["strategy", "run", "mean passes", f"{v.headline} - {v.reference}", "p", "test",
-              f"passes / {v.reference}", "speed-up", f"non-inferior (margin {v.tolerance:g})"]
+    header = ["strategy", "run", "mean passes", f"{v.headline} - {v.reference}", "p at the margin", "Holm p",
+              "test", f"passes / {v.reference}", "speed-up", f"non-inferior (margin {v.tolerance:g})"]
     rows = []
     for r in v.speedup:
         d = r.diff
         if numeric:
             rows.append([r.line, r.run.label, r.run.passes(), d["diff"], d["ci_low"], d["ci_high"], d["p"],
-                         d["test"], r.ratio, 1 / r.ratio, r.verdict])
+                         d["p_holm"], d["test"], r.ratio, 1 / r.ratio, r.verdict])
         else:
             difference = ci_text(d["diff"], d["ci_low"], d["ci_high"], signed=True)
-            rows.append([r.line, r.run.label, f"{r.run.passes():.2f}", difference,
-                         p_text(d["p"]), d["test"], f"{r.ratio:.3f}", f"{1 / r.ratio:.2f}x", r.verdict])
+            rows.append([r.line, r.run.label, f"{r.run.passes():.2f}", difference, p_text(d["p"]),
+                         p_text(d["p_holm"]), d["test"], f"{r.ratio:.3f}", f"{1 / r.ratio:.2f}x", r.verdict])
     if numeric:
         header = header[:3] + ["diff", "diff_ci_low", "diff_ci_high"] + header[4:]
     return header, rows
 
 
 def lead_sentence(v, lead):
-    verdict = ("shown: the paired CI excludes 0" if lead.shown
-               else "not shown: the paired CI includes 0")
+    t, c = lead.test, lead.pchip
+    if lead.outside > MAX_OUTSIDE:
+        verdict = f"not shown: {lead.outside:.1%} of the bootstrap replicates fall outside a line's range"
+    else:
+        verdict = ("shown" if lead.shown else "not shown") + ": Holm-adjusted p " + (
+            "below" if lead.test.get("p_holm", np.nan) < ALPHA else "not below") + f" {ALPHA:g}"
+    outside = f"; {lead.outside:.1%} of replicates outside a line's range, left out" if lead.outside > 0 else ""
     return (f"- At {lead.budget:g} passes, `{lead.best}` leads `{lead.runner_up}` by "
-            f"{ci_text(lead.diff, lead.low, lead.high, signed=True)} {v.headline} "
-            f"(bootstrap p {p_text(lead.p)}); {verdict}.")
+            f"{ci_text(t['diff'], t['ci_low'], t['ci_high'], signed=True)} {v.headline} linear in log passes, "
+            f"{ci_text(c['diff'], c['ci_low'], c['ci_high'], signed=True)} monotone cubic "
+            f"(bootstrap p {p_text(t['p_linear'])} and {p_text(c['p'])}; "
+            f"{p_pair(t, 'the larger')}{outside}); {verdict}.")
 
 
 def speedup_sentence(v, row):
     d = row.diff
     detail = (f"{ci_text(d['diff'], d['ci_low'], d['ci_high'], signed=True)} {v.headline}, "
-              f"{d['test']} p {p_text(d['p'])}")
+              f"{p_pair(d)}")
     if "discordant" in d:
         detail += f", {d['discordant'][0]} vs {d['discordant'][1]} discordant inputs"
     said = {"yes": f"is non-inferior to {v.reference} within {v.tolerance:g}",
-            "no": f"is worse than {v.reference} by more than {v.tolerance:g}",
+            "no": f"is worse than {v.reference} by more than {v.tolerance:g} (its whole 95% CI)",
             "not shown": f"is not shown non-inferior to {v.reference} within {v.tolerance:g}"}[row.verdict]
     return (f"- `{row.run.label}` ({row.run.passes():.1f} passes, {1 / row.ratio:.2f}x fewer than "
             f"{v.reference}) {said}: {detail}.")
@@ -168,14 +201,14 @@ def speedup_sentence(v, row):
 def ablation_sentences(v, idea, pairs, at_budgets, same_parameters=True):
     """The idea minus its ablation at equal budgets, and (``same_parameters``) run by run."""
     lines = [f"- **{idea}**:"]
-    for budget, diff, low, high, p in at_budgets:
-        lines.append(f"  - at {budget:g} passes: {ci_text(diff, low, high, signed=True)} {v.headline} "
-                     f"(bootstrap p {p_text(p)}).")
+    for t in at_budgets:
+        lines.append(f"  - at {t['budget']:g} passes: {ci_text(t['diff'], t['ci_low'], t['ci_high'], signed=True)} "
+                     f"{v.headline} ({p_pair(t, 'bootstrap')}{outside_text(dropped_share(t))}; {shown_text(t)}).")
     for pair in pairs if same_parameters else []:
         q, p = pair["quality"], pair["passes"]
         lines.append(f"  - `{pair['run']}` minus `{pair['ablation']}`: "
                      f"{ci_text(q['diff'], q['ci_low'], q['ci_high'], signed=True)} {v.headline} "
-                     f"({q['test']} p {p_text(q['p'])}), "
+                     f"({p_pair(q)}; {shown_text(q)}), "
                      f"{ci_text(p['diff'], p['ci_low'], p['ci_high'], signed=True)} passes.")
     if not at_budgets and not (pairs and same_parameters):
         lines.append("  - no budget where both sweeps have runs on these inputs"
@@ -183,15 +216,29 @@ def ablation_sentences(v, idea, pairs, at_budgets, same_parameters=True):
     return lines
 
 
+def family_sentence(v):
+    """How many p-values the file holds, how many are below ALPHA raw and after Holm."""
+    from bench.report.claims import family_tests
+    tests = family_tests(v)
+    raw = sum(t["p"] < ALPHA for t in tests)
+    kept = sum(t.get("p_holm", np.nan) < ALPHA for t in tests)
+    return (f"Multiplicity: the {v.family} p-values below are one family, Holm-adjusted together; "
+            f"{raw} are below {ALPHA:g} raw and {kept} after the adjustment. A claim is *shown* only "
+            f"where its Holm-adjusted p is below {ALPHA:g}; each p is printed raw, then Holm-adjusted.")
+
+
 def claims_markdown(v):
     """Every comparative sentence about ``v.task``, each with its difference, CI and p-value."""
     direction = "higher" if v.higher_is_better else "lower"
     seeds = f" x {v.seeds} seeds pooled per input" if v.seeds > 1 else ""
     out = [f"Generated by `bench report` from the result files: {v.n_inputs} shared inputs{seeds}, paired tests, "
-           f"95% CIs from one joint bootstrap over inputs; {v.headline}, {direction} is better.", "",
-           "Equal pass budgets (each strategy's sweep interpolated in log passes):"]
+           f"95% CIs from one joint bootstrap over inputs (Tango score intervals for 0/1 outcomes); {v.headline}, "
+           f"{direction} is better.", "", family_sentence(v), "",
+           "Equal pass budgets (each strategy's sweep interpolated in log passes, linearly and by a monotone "
+           f"cubic; a lead is shown where it holds under both and at most {MAX_OUTSIDE:.0%} of the bootstrap "
+           "replicates fall outside a line's range):"]
     out += [lead_sentence(v, lead) for lead in v.leads] or ["- fewer than two strategies reach any budget."]
-    out += ["", f"Speed-up at {v.reference} quality (paired non-inferiority test):"]
+    out += ["", f"Speed-up at {v.reference} quality (paired non-inferiority test: one-sided at the margin):"]
     out += [speedup_sentence(v, row) for row in v.speedup] or [f"- no {v.reference} run."]
     if v.ablations:
         out += ["", "Ablations (each idea against the same rule without it):"]
@@ -206,7 +253,8 @@ def ablations_markdown(verdicts):
     out = []
     for v in verdicts:
         if v.ablations:
-            out += [f"{v.task} ({v.n_inputs} inputs, {v.headline}):"]
+            out += [f"{v.task} ({v.n_inputs} inputs, {v.headline}; Holm over the {v.family} p-values of "
+                    f"claims_{v.task}.md):"]
             for idea, pairs, at_budgets in v.ablations:
                 out += ablation_sentences(v, idea, pairs, at_budgets, same_parameters=False)
             out.append("")

@@ -10,21 +10,23 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.multiplicity import ALPHA
 from bench.paired import (
     N_BOOT,
     STATISTICS,
+    BootstrapTest,
     PerInput,
     better_sign,
     chunked,
-    paired_difference,
+    difference_test,
     per_input,
     replicate_indices,
 )
 from bench.report.sweeps import metric_of
 from bench.results import run_records
-from bench.stats import percentile_interval
 
 AREA_POINTS = 25  # log-spaced budgets the frontier area averages over
+MAX_OUTSIDE = 0.05  # a lead whose budget lies outside a resampled line's range in more replicates is not shown
 
 
 @dataclass
@@ -115,15 +117,61 @@ def select_line(runs, strategy, where=None):
     return sorted([r for r in runs if matches(r)], key=lambda r: r.passes())
 
 
-def interpolate(passes, quality, budget):
-    """Quality at ``budget`` on the line through (passes, quality) points, linear in log passes;
-    NaN outside the points' range. Works on [R, m] replicate arrays (returns [R]) or [m] points."""
+def sorted_points(passes, quality):
+    """([R, m] log passes, [R, m] quality) of replicate rows, each sorted by passes."""
     passes, quality = np.atleast_2d(passes), np.atleast_2d(quality)
     order = np.argsort(passes, axis=1)
-    x = np.log(np.take_along_axis(passes, order, 1))
-    y = np.take_along_axis(quality, order, 1)
+    return np.log(np.take_along_axis(passes, order, 1)), np.take_along_axis(quality, order, 1)
+
+
+def interpolate(passes, quality, budget, kind="linear"):
+    """Quality at ``budget`` on the line through (passes, quality) points, in log passes: linear,
+    or ``kind="pchip"`` the monotone cubic (``pchip_rows``); NaN outside the points' range. Works
+    on [R, m] replicate arrays (returns [R]) or [m] points."""
+    x, y = sorted_points(passes, quality)
     values = np.array([np.interp(np.log(budget), xr, yr, left=np.nan, right=np.nan) for xr, yr in zip(x, y)])
+    if kind == "pchip" and x.shape[1] >= 3:
+        values = pchip_rows(x, y, np.log(budget), values)
     return values if len(values) > 1 else values[0]
+
+
+def pchip_slopes(h, m):
+    """[R, m + 1] node slopes of the monotone cubic through rows with gaps ``h`` and secants ``m``
+    [R, m]: scipy's PchipInterpolator rule (weighted harmonic mean inside, zero at a local
+    extremum, the shape-preserving three-point formula at both ends)."""
+    same = (np.sign(m[:, 1:]) == np.sign(m[:, :-1])) & (m[:, 1:] != 0) & (m[:, :-1] != 0)
+    w1, w2 = 2 * h[:, 1:] + h[:, :-1], h[:, 1:] + 2 * h[:, :-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inner = np.where(same, (w1 + w2) / (w1 / m[:, :-1] + w2 / m[:, 1:]), 0.0)
+    first = pchip_edge(h[:, 0], h[:, 1], m[:, 0], m[:, 1])
+    last = pchip_edge(h[:, -1], h[:, -2], m[:, -1], m[:, -2])
+    return np.column_stack([first, inner, last])
+
+
+def pchip_edge(h0, h1, m0, m1):
+    """End slope of the monotone cubic (scipy's PchipInterpolator._edge_case), per row."""
+    d = ((2 * h0 + h1) * m0 - h0 * m1) / (h0 + h1)
+    d = np.where(np.sign(d) != np.sign(m0), 0.0, d)
+    return np.where((np.sign(m0) != np.sign(m1)) & (np.abs(d) > 3 * np.abs(m0)), 3 * m0, d)
+
+
+def pchip_rows(x, y, t, linear):
+    """The monotone cubic through each row of sorted points (x, y) [R, m] at ``t``; NaN where
+    ``linear`` (the same rows' linear interpolation) is NaN, and ``linear`` kept on a row with tied
+    passes (no cubic through two points at one x)."""
+    h = np.diff(x, axis=1)
+    tied = (h <= 0).any(axis=1)
+    h = np.where(h <= 0, 1.0, h)
+    m = np.diff(y, axis=1) / h
+    slopes = pchip_slopes(h, m)
+    j = np.clip((x <= t).sum(axis=1) - 1, 0, x.shape[1] - 2)[:, None]
+    width = np.take_along_axis(h, j, 1)[:, 0]
+    s = (t - np.take_along_axis(x, j, 1)[:, 0]) / width
+    y0, y1 = np.take_along_axis(y, j, 1)[:, 0], np.take_along_axis(y, j + 1, 1)[:, 0]
+    d0, d1 = np.take_along_axis(slopes, j, 1)[:, 0], np.take_along_axis(slopes, j + 1, 1)[:, 0]
+    cubic = ((2 * s ** 3 - 3 * s ** 2 + 1) * y0 + (s ** 3 - 2 * s ** 2 + s) * width * d0
+             + (-2 * s ** 3 + 3 * s ** 2) * y1 + (s ** 3 - s ** 2) * width * d1)
+    return np.where(np.isnan(linear) | tied, linear, cubic)
 
 
 @dataclass
@@ -136,10 +184,10 @@ class Line:
     boot_passes: np.ndarray   # [R, m]
     boot_quality: np.ndarray  # [R, m]
 
-    def at(self, budget):
-        """(point value, replicates [R]) of the quality at ``budget``."""
-        return (interpolate(self.passes, self.quality, budget),
-                interpolate(self.boot_passes, self.boot_quality, budget))
+    def at(self, budget, kind="linear"):
+        """(point value, replicates [R]) of the quality at ``budget`` (``interpolate``'s ``kind``)."""
+        return (interpolate(self.passes, self.quality, budget, kind),
+                interpolate(self.boot_passes, self.boot_quality, budget, kind))
 
     def area(self, low, high):
         """(point, replicates) of the mean quality over log-spaced budgets in [low, high]."""
@@ -155,30 +203,10 @@ def make_line(name, runs, idx):
                 boot_p, boot_q)
 
 
-def interval(replicates, level=0.95):
-    """(low, high) percentile interval of replicates, NaN replicates left out."""
-    kept = replicates[~np.isnan(replicates)]
-    return percentile_interval(kept, level) if len(kept) else (np.nan, np.nan)
-
-
-def centred(replicates, value, distance):
-    """The replicates intervals and p-values are read from: reflected about the point value
-    (2v - r: the basic bootstrap) for a plug-in distance (a statistic registered as one), whose
-    replicates are biased upwards; otherwise as they are (the percentile bootstrap)."""
-    return 2 * value - replicates if distance else replicates
-
-
 def is_distance(lines):
-    """Whether the lines' quality metric is a plug-in distance (its statistic registered as one)."""
+    """Whether the lines' quality metric is a plug-in distance (its statistic registered as one):
+    its bootstrap replicates are reflected about the estimate (``BootstrapTest.of``)."""
     return any(line.runs and line.runs[0].quality.distance for line in lines)
-
-
-def bootstrap_p(replicates):
-    """Two-sided bootstrap p-value that the difference is 0: 2 * min share of replicates on either side."""
-    kept = replicates[~np.isnan(replicates)]
-    if not len(kept):
-        return np.nan
-    return float(min(1.0, 2 * min((kept <= 0).mean(), (kept >= 0).mean())))
 
 
 @dataclass
@@ -186,41 +214,75 @@ class BudgetCell:
     value: float
     low: float
     high: float
-    best: bool = False      # best at this budget with its paired CI excluding the runner-up
+    outside: float = 0.0    # share of bootstrap replicates whose budget lies outside the line's range
+    best: bool = False      # best at this budget with its lead over the runner-up shown
+
+
+def budget_cell(value, replicates, distance):
+    """The BudgetCell of a line's point value and replicates at one budget."""
+    test = BootstrapTest.of(replicates, value, distance)
+    return BudgetCell(value, *test.interval(), test.dropped_share)
+
+
+def lead_test(a, b, budget, kind, distance):
+    """The BootstrapTest of line ``a`` minus line ``b`` at ``budget`` under ``kind`` interpolation."""
+    (va, ra), (vb, rb) = a.at(budget, kind), b.at(budget, kind)
+    return BootstrapTest.of(ra - rb, va - vb, distance)
 
 
 @dataclass
 class Lead:
-    """The best line at a budget against the runner-up: difference (best - runner-up), CI, p."""
+    """The best line at a budget against the runner-up: the difference (best - runner-up) under
+    linear interpolation (``test``) and under the monotone cubic (``pchip``). ``test["p"]`` is
+    the larger of the two p-values (1 where the two differences disagree in sign): the lead holds
+    under both interpolations or is not claimed. ``outside`` is the larger share of replicates
+    whose budget lies outside a resampled line's range (they are left out of both)."""
     budget: float
     best: str
     runner_up: str
-    diff: float
-    low: float
-    high: float
-    p: float
+    test: dict
+    pchip: dict
+    outside: float
+
+    @property
+    def diff(self):
+        return self.test["diff"]
 
     @property
     def shown(self):
-        return (self.low > 0) or (self.high < 0)
+        """Holm-adjusted p below ALPHA (``bench.report.claims`` adjusts the family) and few
+        replicates outside the lines' ranges."""
+        return self.test.get("p_holm", np.nan) < ALPHA and self.outside <= MAX_OUTSIDE
+
+
+def make_lead(budget, best, runner_up, distance):
+    """The Lead of line ``best`` over line ``runner_up`` at ``budget``."""
+    linear, cubic = (lead_test(best, runner_up, budget, kind, distance) for kind in ("linear", "pchip"))
+    test, pchip = linear.summary(), cubic.summary()
+    agree = np.sign(test["diff"]) == np.sign(pchip["diff"])
+    test.update(p_linear=test["p"], p=max(test["p"], pchip["p"]) if agree else 1.0)
+    return Lead(budget, best.name, runner_up.name, test, pchip, max(linear.dropped_share, cubic.dropped_share))
 
 
 def budget_table(lines, budgets, higher_is_better):
-    """({line: {budget: BudgetCell}}, [Lead per budget]) with the best marked where shown."""
+    """({line: {budget: BudgetCell}}, [Lead per budget]); the best is marked by ``mark_best`` once
+    the family's p-values are adjusted."""
     cells, leads, sign, distance = {}, [], better_sign(higher_is_better), is_distance(lines)
     for budget in budgets:
         values = {line.name: line.at(budget) for line in lines}
         for name, (value, reps) in values.items():
-            cells.setdefault(name, {})[budget] = (BudgetCell(value, *interval(centred(reps, value, distance)))
-                                                  if not np.isnan(value) else None)
-        ranked = sorted([n for n, (v, _) in values.items() if not np.isnan(v)], key=lambda n: -sign * values[n][0])
+            cells.setdefault(name, {})[budget] = None if np.isnan(value) else budget_cell(value, reps, distance)
+        ranked = sorted([line for line in lines if not np.isnan(values[line.name][0])],
+                        key=lambda line: -sign * values[line.name][0])
         if len(ranked) >= 2:
-            diff = values[ranked[0]][0] - values[ranked[1]][0]
-            diff_reps = centred(values[ranked[0]][1] - values[ranked[1]][1], diff, distance)
-            lead = Lead(budget, ranked[0], ranked[1], diff, *interval(diff_reps), bootstrap_p(diff_reps))
-            leads.append(lead)
-            cells[ranked[0]][budget].best = lead.shown and sign * lead.diff > 0
+            leads.append(make_lead(budget, ranked[0], ranked[1], distance))
     return cells, leads
+
+
+def mark_best(cells, leads, higher_is_better):
+    """Mark each budget's best line where its lead is shown."""
+    for lead in leads:
+        cells[lead.best][lead.budget].best = lead.shown and better_sign(higher_is_better) * lead.diff > 0
 
 
 def areas(lines, low, high):
@@ -228,18 +290,22 @@ def areas(lines, low, high):
     out, distance = {}, is_distance(lines)
     for line in lines:
         value, reps = line.area(low, high)
-        out[line.name] = None if np.isnan(value) else BudgetCell(value, *interval(centred(reps, value, distance)))
+        out[line.name] = None if np.isnan(value) else budget_cell(value, reps, distance)
     return out
 
 
-def non_inferiority(run, reference, tolerance):
-    """'yes' (non-inferior: the paired CI of run - reference stays within -tolerance, the
-    non-inferiority margin), 'no' (worse beyond it: the whole CI is), or 'not shown'; with the
-    paired difference dict."""
-    result = paired_difference(run.quality, reference.quality)
+def non_inferiority(run, reference, margin):
+    """'yes' (non-inferior: the one-sided test of run - reference against a difference at the
+    margin, -``margin`` in the better direction, gives p below ALPHA), 'no' (worse beyond the
+    margin: the whole 95% CI is), or 'not shown'; with the paired difference dict, whose ``p`` is
+    that one-sided p (``p_zero``: the two-sided p of a difference of 0)."""
+    test = difference_test(run.quality, reference.quality)
     sign = better_sign(run.quality.higher_is_better)
-    worst, best = sorted((sign * result["ci_low"], sign * result["ci_high"]))
-    verdict = "yes" if worst > -tolerance else ("no" if best < -tolerance else "not shown")
+    result = test.summary()
+    p = test.p_greater(-margin) if sign > 0 else test.p_less(margin)
+    result.update(p_zero=result["p"], p=p, test=result["test"] + ", one-sided at the margin")
+    best = max(sign * result["ci_low"], sign * result["ci_high"])
+    verdict = "yes" if p < ALPHA else ("no" if best < -margin else "not shown")
     return verdict, result
 
 
