@@ -4,7 +4,7 @@ p-value (``bench.report.render`` writes them as tables and ``claims_<task>.md``)
 
 Every p-value a claims file prints is one family: they are Holm-adjusted together
 (``adjust_family``), and a claim is shown only where its adjusted p is below ALPHA."""
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -42,6 +42,8 @@ class TaskVerdicts:
     seeds: int = 1       # seeds pooled per input
     reference: str = "reference"   # the strategy name of the reference run (what the text calls it)
     family: int = 0      # p-values in the claims file, Holm-adjusted together (``adjust_family``)
+    runs: list = field(default_factory=list)   # every ScoredRun (seeds pooled), with its Cost
+    reference_run: object = None               # the reference ScoredRun, None where there is none
 
 
 @dataclass
@@ -51,6 +53,14 @@ class SpeedupRow:
     verdict: str
     diff: dict
     ratio: float         # run passes / reference passes
+    reference: object = None   # the reference ScoredRun
+
+    @property
+    def batched_ratio(self):
+        """Run batched steps / reference batched steps (NaN without both Costs)."""
+        if self.run.cost is None or self.reference is None or self.reference.cost is None:
+            return np.nan
+        return self.run.cost.batched_steps / self.reference.cost.batched_steps
 
 
 def speedup_rows(runs, lines, tolerance, reference_name=None):
@@ -69,7 +79,7 @@ def speedup_rows(runs, lines, tolerance, reference_name=None):
         passing = [t for t in tested if t[1] == "yes"]
         sign = better_sign(reference.quality.higher_is_better)
         run, verdict, diff = passing[0] if passing else max(tested, key=lambda t: sign * t[2]["diff"])
-        rows.append(SpeedupRow(name, run, verdict, diff, run.passes() / reference.passes()))
+        rows.append(SpeedupRow(name, run, verdict, diff, run.passes() / reference.passes(), reference))
     return speedup_order(rows)
 
 
@@ -171,4 +181,5 @@ def task_verdicts(group, task, root):
         task, runs[0].summary["headline"], higher, len(runs[0].passes.columns[0]), config.budgets, config.margin,
         cells, leads, areas(made, min(config.budgets), max(config.budgets)),
         speedup_rows(runs, lines, config.margin, config.reference), ablations, left_out,
-        max(len(r.summary.get("pooled_seeds", [0])) for r in runs), reference_name))
+        max(len(r.summary.get("pooled_seeds", [0])) for r in runs), reference_name,
+        runs=runs, reference_run=next((r for r in runs if r.summary is reference), None)))

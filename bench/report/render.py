@@ -124,12 +124,14 @@ def outside_text(share):
 
 
 def cell_text(cell, bold=True):
-    """'0.638 [0.609, 0.666]', bold where best and shown, with the share of replicates outside the
-    line's range where there are any ('0.6 [0.57, 0.63], 23.5% outside')."""
+    """'0.638 [0.609, 0.666]; p90 23, batch 33': bold where best and shown, with the share of
+    replicates outside the line's range where there are any (', 23.5% outside'), then the 90th
+    percentile of passes over inputs and the batched steps of an average batch at that budget."""
     if cell is None:
         return "-"
     text = ci_text(cell.value, cell.low, cell.high)
-    return (f"**{text}**" if bold and cell.best else text) + outside_text(cell.outside)
+    cost = "" if np.isnan(cell.p90) else f"; p90 {cell.p90:.3g}, batch {cell.steps_per_batch:.3g}"
+    return (f"**{text}**" if bold and cell.best else text) + outside_text(cell.outside) + cost
 
 
 def budget_rows(v, numeric=False):
@@ -142,31 +144,73 @@ def budget_rows(v, numeric=False):
         if all(c is None for c in cells):
             continue                       # a single run (the reference) or a sweep outside every budget
         if numeric:
-            numbers = [(c.value, c.low, c.high, c.outside) if c else (None,) * 4 for c in cells]
-            rows.append([name] + [x for four in numbers for x in four])
+            numbers = [(c.value, c.low, c.high, c.outside, c.p90, c.steps_per_batch) if c else (None,) * 6
+                       for c in cells]
+            rows.append([name] + [x for six in numbers for x in six])
         else:
             rows.append([name] + [cell_text(c) for c in cells])
     if numeric:
-        header = ["strategy"] + [f"{h}{s}" for h in header[1:] for s in ("", "_ci_low", "_ci_high", "_outside")]
+        parts = ("", "_ci_low", "_ci_high", "_outside", "_passes_p90", "_batched_steps_per_batch")
+        header = ["strategy"] + [f"{h}{s}" for h in header[1:] for s in parts]
     return header, rows
 
 
 def speedup_table(v, numeric=False):
-    """Header and rows: per line its cheapest run non-inferior to the reference (paired test)."""
+    """Header and rows: per line its cheapest run non-inferior to the reference (paired test), with
+    its cost as users pay it (``cost_cells``)."""
     header = ["strategy", "run", "mean passes", f"{v.headline} - {v.reference}", "p at the margin", "Holm p",
-              "test", f"passes / {v.reference}", "speed-up", f"non-inferior (margin {v.tolerance:g})"]
+              "test", f"passes / {v.reference}", "speed-up", f"non-inferior (margin {v.tolerance:g})",
+              "passes median / p90 / max", "batched steps", "speed-up in batched steps"]
     rows = []
     for r in v.speedup:
         d = r.diff
         if numeric:
             rows.append([r.line, r.run.label, r.run.passes(), d["diff"], d["ci_low"], d["ci_high"], d["p"],
-                         d["p_holm"], d["test"], r.ratio, 1 / r.ratio, r.verdict])
+                         d["p_holm"], d["test"], r.ratio, 1 / r.ratio, r.verdict] + cost_numbers(r.run.cost, r))
         else:
             difference = ci_text(d["diff"], d["ci_low"], d["ci_high"], signed=True)
             rows.append([r.line, r.run.label, f"{r.run.passes():.2f}", difference, p_text(d["p"]),
-                         p_text(d["p_holm"]), d["test"], f"{r.ratio:.3f}", f"{1 / r.ratio:.2f}x", r.verdict])
+                         p_text(d["p_holm"]), d["test"], f"{r.ratio:.3f}", f"{1 / r.ratio:.2f}x", r.verdict]
+                        + cost_cells(r.run.cost, r))
     if numeric:
-        header = header[:3] + ["diff", "diff_ci_low", "diff_ci_high"] + header[4:]
+        header = header[:3] + ["diff", "diff_ci_low", "diff_ci_high"] + header[4:10] + COST_NUMBERS
+    return header, rows
+
+
+COST_NUMBERS = ["passes_median", "passes_p90", "passes_max", "batch_size", "batched_steps", "batched_speedup"]
+
+
+def cost_numbers(cost, row):
+    """The numeric cost columns of a speed-up row (None without a Cost)."""
+    if cost is None:
+        return [None] * len(COST_NUMBERS)
+    return [cost.median, cost.p90, cost.max, cost.batch_size, cost.batched_steps, 1 / row.batched_ratio]
+
+
+def cost_cells(cost, row):
+    """'12 / 23 / 36', '132 (4 batches of 250)', '1.62x' or dashes without a Cost."""
+    if cost is None:
+        return ["-", "-", "-"]
+    return [f"{cost.median:g} / {cost.p90:g} / {cost.max:g}",
+            f"{cost.batched_steps:g} ({cost.batches} batches of {cost.batch_size})",
+            "-" if np.isnan(row.batched_ratio) else f"{1 / row.batched_ratio:.2f}x"]
+
+
+def cost_table(v, numeric=False):
+    """Header and rows: every run's passes as users pay them (``bench.report.verdicts.Cost``) and its
+    speed-up over the reference in mean passes and in batched steps."""
+    reference = v.reference_run.cost if v.reference_run is not None else None
+    header = ["run", "mean passes", "median", "p90", "max", "batch size", "batched steps",
+              f"speed-up over {v.reference} (mean passes)", "speed-up (batched steps)"]
+    rows = []
+    for run in sorted(v.runs, key=lambda r: -r.cost.mean):
+        c = run.cost
+        ratios = (reference.mean / c.mean, reference.batched_steps / c.batched_steps) if reference else (None, None)
+        if numeric:
+            rows.append([run.label, c.mean, c.median, c.p90, c.max, c.batch_size, c.batched_steps, *ratios])
+        else:
+            rows.append([run.label, f"{c.mean:.2f}", f"{c.median:g}", f"{c.p90:g}", f"{c.max:g}", str(c.batch_size),
+                         f"{c.batched_steps:g}"] + [f"{r:.2f}x" if r else "-" for r in ratios])
     return header, rows
 
 
@@ -195,7 +239,16 @@ def speedup_sentence(v, row):
             "no": f"is worse than {v.reference} by more than {v.tolerance:g} (its whole 95% CI)",
             "not shown": f"is not shown non-inferior to {v.reference} within {v.tolerance:g}"}[row.verdict]
     return (f"- `{row.run.label}` ({row.run.passes():.1f} passes, {1 / row.ratio:.2f}x fewer than "
-            f"{v.reference}) {said}: {detail}.")
+            f"{v.reference}{batched_text(row)}) {said}: {detail}.")
+
+
+def batched_text(row):
+    """'; median 14, p90 23, max 36 passes; 132 batched steps, 1.62x fewer' or ''."""
+    cost = row.run.cost
+    if cost is None or np.isnan(row.batched_ratio):
+        return ""
+    return (f"; median {cost.median:g}, p90 {cost.p90:g}, max {cost.max:g} passes; {cost.batched_steps:g} "
+            f"batched steps in batches of {cost.batch_size}, {1 / row.batched_ratio:.2f}x fewer")
 
 
 def ablation_sentences(v, idea, pairs, at_budgets, same_parameters=True):

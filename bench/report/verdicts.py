@@ -29,12 +29,50 @@ AREA_POINTS = 25  # log-spaced budgets the frontier area averages over
 MAX_OUTSIDE = 0.05  # a lead whose budget lies outside a resampled line's range in more replicates is not shown
 
 
+@dataclass(frozen=True)
+class Cost:
+    """What a run's passes cost as users pay them: the distribution of passes over inputs, and the
+    batched steps (each batch of ``batch_size`` inputs, in their recorded order, waits for its
+    slowest row: the sum over the ``batches`` of the largest passes in each)."""
+    mean: float
+    median: float
+    p90: float
+    max: float
+    batch_size: int
+    batches: int
+    batched_steps: float
+
+    @property
+    def steps_per_batch(self):
+        """The slowest row's passes, averaged over the batches."""
+        return self.batched_steps / self.batches
+
+
+def run_cost(passes, batch_size):
+    """The Cost of per-input ``passes`` (in recorded order) decoded ``batch_size`` at a time."""
+    passes = np.asarray(passes, dtype=float)
+    size = int(batch_size or len(passes))
+    slowest = [passes[start:start + size].max() for start in range(0, len(passes), size)]
+    return Cost(float(passes.mean()), float(np.median(passes)), float(np.percentile(passes, 90)),
+                float(passes.max()), size, len(slowest), float(sum(slowest)))
+
+
+def pooled_cost(costs):
+    """The Cost of a run's seeds: each figure averaged over the seeds."""
+    if len(costs) == 1:
+        return costs[0]
+    mean = {name: float(np.mean([getattr(c, name) for c in costs]))
+            for name in ("mean", "median", "p90", "max", "batched_steps")}
+    return Cost(batch_size=costs[0].batch_size, batches=costs[0].batches, **mean)
+
+
 @dataclass
 class ScoredRun:
-    """A result with its headline and passes recomputable per input."""
+    """A result with its headline and passes recomputable per input, and its Cost."""
     summary: dict
     quality: PerInput
     passes: PerInput
+    cost: Cost | None = None
     label: str = field(init=False)
 
     def __post_init__(self):
@@ -59,7 +97,8 @@ def load_runs(results, root):
         passes = per_input({"name": "passes", "higher_is_better": False,
                             "per_input": {"statistic": "mean", "fields": ["passes"]}}, records)
         if quality is not None:
-            runs.append((tuple(r["index"] for r in records), ScoredRun(result, quality, passes)))
+            cost = run_cost([r["passes"] for r in records], result["config"].get("batch_size"))
+            runs.append((tuple(r["index"] for r in records), ScoredRun(result, quality, passes, cost)))
     if not runs:
         return [], len(results)
     keys = [key for key, _ in runs]
@@ -92,7 +131,9 @@ def pool_seeds(group):
         return PerInput(parts[0].name, parts[0].statistic, columns, parts[0].higher_is_better, parts[0].extra)
     seeds = sorted(r.summary["config"]["seed"] for r in group)
     summary = dict(group[0].summary, pooled_seeds=seeds)
-    return ScoredRun(summary, combine([r.quality for r in group]), combine([r.passes for r in group]))
+    costs = [r.cost for r in group if r.cost is not None]
+    return ScoredRun(summary, combine([r.quality for r in group]), combine([r.passes for r in group]),
+                     pooled_cost(costs) if len(costs) == len(group) else None)
 
 
 def params(run):
@@ -189,6 +230,14 @@ class Line:
         return (interpolate(self.passes, self.quality, budget, kind),
                 interpolate(self.boot_passes, self.boot_quality, budget, kind))
 
+    def cost_at(self, budget):
+        """(90th percentile of passes, batched steps per batch) at ``budget``: the runs' Costs
+        interpolated like their quality (linear in log mean passes); NaN where a run has no Cost."""
+        if not self.runs or any(run.cost is None for run in self.runs):
+            return np.nan, np.nan
+        return tuple(float(interpolate(self.passes, np.array([getattr(run.cost, name) for run in self.runs]), budget))
+                     for name in ("p90", "steps_per_batch"))
+
     def area(self, low, high):
         """(point, replicates) of the mean quality over log-spaced budgets in [low, high]."""
         grid = np.exp(np.linspace(np.log(low), np.log(high), AREA_POINTS))
@@ -216,12 +265,15 @@ class BudgetCell:
     high: float
     outside: float = 0.0    # share of bootstrap replicates whose budget lies outside the line's range
     best: bool = False      # best at this budget with its lead over the runner-up shown
+    p90: float = np.nan     # 90th percentile of passes over inputs at this budget (Line.cost_at)
+    steps_per_batch: float = np.nan   # batched steps of an average batch at this budget
 
 
-def budget_cell(value, replicates, distance):
-    """The BudgetCell of a line's point value and replicates at one budget."""
+def budget_cell(value, replicates, distance, cost=(np.nan, np.nan)):
+    """The BudgetCell of a line's point value and replicates at one budget, with its (p90,
+    steps per batch) ``cost``."""
     test = BootstrapTest.of(replicates, value, distance)
-    return BudgetCell(value, *test.interval(), test.dropped_share)
+    return BudgetCell(value, *test.interval(), test.dropped_share, False, *cost)
 
 
 def lead_test(a, b, budget, kind, distance):
@@ -270,8 +322,10 @@ def budget_table(lines, budgets, higher_is_better):
     cells, leads, sign, distance = {}, [], better_sign(higher_is_better), is_distance(lines)
     for budget in budgets:
         values = {line.name: line.at(budget) for line in lines}
-        for name, (value, reps) in values.items():
-            cells.setdefault(name, {})[budget] = None if np.isnan(value) else budget_cell(value, reps, distance)
+        for line in lines:
+            value, reps = values[line.name]
+            cells.setdefault(line.name, {})[budget] = (None if np.isnan(value) else
+                                                       budget_cell(value, reps, distance, line.cost_at(budget)))
         ranked = sorted([line for line in lines if not np.isnan(values[line.name][0])],
                         key=lambda line: -sign * values[line.name][0])
         if len(ranked) >= 2:
