@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.stats import binomtest, norm
+from scipy.stats import norm
 
 from bench.stats import BOOT_SEED, N_BOOT
 
@@ -151,15 +151,6 @@ def chunked(fn, idx):
 def discordant(a, b):
     """(inputs where only ``a`` is 1, inputs where only ``b`` is 1) of paired 0/1 arrays."""
     return int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
-
-
-def mcnemar_p(a, b):
-    """Exact two-sided McNemar p-value of paired 0/1 arrays (the binomial test of the discordant
-    inputs, scipy.stats.binomtest); also the discordant counts."""
-    only_a, only_b = discordant(a, b)
-    if only_a + only_b == 0:
-        return 1.0, (only_a, only_b)
-    return float(binomtest(only_a, only_a + only_b, 0.5).pvalue), (only_a, only_b)
 
 
 def two_sided(p_greater, p_less):

@@ -1,11 +1,9 @@
 """Paired verdicts on hand-made records with known answers."""
-from math import comb
-
 import numpy as np
 import pytest
 from scipy.stats import norm
 
-from bench.paired import mcnemar_p, paired_difference, per_input
+from bench.paired import paired_difference, per_input
 from bench.report.verdicts import ScoredRun, budget_table, interpolate, make_line, non_inferiority, replicate_indices
 from tasks.protein.statistics import jsd_bits, kmer_counts
 
@@ -40,14 +38,6 @@ def test_twenty_discordant_boards_all_one_way_are_significant():
     assert result["discordant"] == (20, 0)
     assert result["p"] < 1e-4 and result["p"] == pytest.approx(2 * norm.sf(20 / np.sqrt(20)))   # McNemar's z
     assert result["diff"] == pytest.approx(0.2) and result["ci_low"] > 0
-
-
-def test_mcnemar_matches_the_binomial_test():
-    from scipy.stats import binomtest
-    a = np.array([1] * 9 + [0] * 3 + [1] * 10)
-    b = np.array([0] * 9 + [1] * 3 + [1] * 10)
-    assert mcnemar_p(a, b)[0] == pytest.approx(binomtest(3, 12, 0.5).pvalue)
-    assert mcnemar_p(a, b)[0] == pytest.approx(2 * sum(comb(12, i) for i in range(4)) / 2 ** 12)
 
 
 def test_paired_bootstrap_is_narrower_than_unpaired_when_inputs_dominate():
