@@ -166,3 +166,22 @@ def numeric_run(values, higher_is_better, passes=10.0):
 def passes_of(records):
     return per_input({"name": "passes", "higher_is_better": False,
                       "per_input": {"statistic": "mean", "fields": ["passes"]}}, records)
+
+
+def test_a_claims_file_is_one_holm_family_and_shown_means_surviving_it():
+    from bench.report.claims import SpeedupRow, TaskVerdicts, adjust_family
+    from bench.report.render import family_sentence
+    rows = [SpeedupRow(f"line{i}", None, "yes", {"p": p}, 0.1 * (i + 1)) for i, p in enumerate((0.01, 0.02, 0.03))]
+    ablation = ("an idea", [], [{"budget": 8, "p": 0.5}])
+    v = adjust_family(TaskVerdicts("t", "q", True, 100, (8,), 0.01, {}, [], {}, rows, [ablation], 0))
+    assert v.family == 4
+    assert [r.diff["p_holm"] for r in v.speedup] == pytest.approx([0.04, 0.06, 0.06])   # 4, 3 and 2 times p
+    assert [r.verdict for r in v.speedup] == ["yes", "not shown", "not shown"]
+    assert "the 4 p-values below are one family" in family_sentence(v) and "3 are below 0.05 raw and 1 after" in \
+        family_sentence(v)
+
+
+def test_an_estimate_outside_its_interval_is_said_where_it_is_printed():
+    from bench.report.render import ci_text
+    assert "outside" in ci_text(0.5, 0.6, 0.9) and "outside" not in ci_text(0.7, 0.6, 0.9)
+    assert "outside" not in ci_text(0.7, np.nan, np.nan)
