@@ -348,18 +348,18 @@ def areas(lines, low, high):
     return out
 
 
-def non_inferiority(run, reference, margin):
+def non_inferiority(run, reference, tolerance):
     """'yes' (non-inferior: the one-sided test of run - reference against a difference at the
-    margin, -``margin`` in the better direction, gives p below ALPHA), 'no' (worse beyond the
-    margin: the whole 95% CI is), or 'not shown'; with the paired difference dict, whose ``p`` is
-    that one-sided p (``p_zero``: the two-sided p of a difference of 0)."""
+    non-inferiority margin ``tolerance`` in the worse direction gives p below ALPHA), 'no' (worse
+    beyond it: the whole 95% CI is), or 'not shown'; with the paired difference dict, whose ``p``
+    is that one-sided p (``p_zero``: the two-sided p of a difference of 0)."""
     test = difference_test(run.quality, reference.quality)
     sign = better_sign(run.quality.higher_is_better)
     result = test.summary()
-    p = test.p_greater(-margin) if sign > 0 else test.p_less(margin)
+    p = test.p_greater(-tolerance) if sign > 0 else test.p_less(tolerance)
     result.update(p_zero=result["p"], p=p, test=result["test"] + ", one-sided at the margin")
     best = max(sign * result["ci_low"], sign * result["ci_high"])
-    verdict = "yes" if p < ALPHA else ("no" if best < -margin else "not shown")
+    verdict = "yes" if p < ALPHA else ("no" if best < -tolerance else "not shown")
     return verdict, result
 
 
