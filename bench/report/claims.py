@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bench.multiplicity import ALPHA, family_size, holm
-from bench.paired import BootstrapTest, better_sign, paired_difference
+from bench.paired import better_sign, paired_difference
 from bench.report.sweeps import reference_run, sweep_lines
 from bench.report.verdicts import (
     areas,
     budget_table,
+    interpolated_difference,
     is_distance,
     joint_indices,
     load_runs,
@@ -107,14 +108,15 @@ def ablation_pairs(runs, ablation):
 
 
 def ablation_at_budgets(with_idea, without, idx, budgets):
-    """[difference dict with its budget] of the idea's line minus its ablation's at equal budgets
-    (linear interpolation in log passes, paired bootstrap)."""
+    """[difference dict] of the idea's line minus its ablation's at equal budgets, as a lead is
+    tested (``interpolated_difference``: linear and monotone cubic in log passes, paired
+    bootstrap), with its ``budget``, ``pchip`` dict and share of replicates ``outside``."""
     a, b = make_line("with", with_idea, idx), make_line("without", without, idx)
     out, distance = [], is_distance([a, b])
     for budget in budgets:
-        (va, ra), (vb, rb) = a.at(budget), b.at(budget)
-        if not (np.isnan(va) or np.isnan(vb)):
-            out.append({"budget": budget, **BootstrapTest.of(ra - rb, va - vb, distance).summary()})
+        if not (np.isnan(a.at(budget)[0]) or np.isnan(b.at(budget)[0])):
+            test, pchip, outside = interpolated_difference(a, b, budget, distance)
+            out.append(dict(test, budget=budget, pchip=pchip, outside=outside))
     return out
 
 

@@ -112,15 +112,22 @@ def p_pair(test, name=None):
     return head + (f", Holm p {p_text(test['p_holm'])}" if "p_holm" in test else "")
 
 
+def both_text(test, pchip):
+    """'bootstrap p 0.024 and 0.086; the larger p 0.086, Holm p 1.000': a difference at a budget
+    under linear and monotone cubic interpolation, and the p that counts."""
+    label = "the larger" if np.sign(test["diff"]) == np.sign(pchip["diff"]) else "opposite signs: combined"
+    return f"bootstrap p {p_text(test['p_linear'])} and {p_text(pchip['p'])}; {p_pair(test, label)}"
+
+
 def shown_text(test):
     """'shown' where the family-adjusted p is below ALPHA, else 'not shown'."""
     return "shown" if test.get("p_holm", np.nan) < ALPHA else "not shown"
 
 
-def dropped_share(test):
-    """The share of a bootstrap test's replicates left out (outside a line's range)."""
-    total = test["n_replicates"] + test["dropped"]
-    return test["dropped"] / total if total else 0.0
+def budget_shown_text(test):
+    """``shown_text`` of a difference at a budget, 'not shown' too where more than MAX_OUTSIDE of
+    its replicates fall outside a line's range."""
+    return "not shown: too many replicates outside" if test["outside"] > MAX_OUTSIDE else shown_text(test)
 
 
 def outside_text(share):
@@ -229,8 +236,7 @@ def lead_sentence(v, lead):
     return (f"- At {lead.budget:g} passes, `{lead.best}` leads `{lead.runner_up}` by "
             f"{ci_text(t['diff'], t['ci_low'], t['ci_high'], signed=True)} {v.headline} linear in log passes, "
             f"{ci_text(c['diff'], c['ci_low'], c['ci_high'], signed=True)} monotone cubic "
-            f"(bootstrap p {p_text(t['p_linear'])} and {p_text(c['p'])}; "
-            f"{p_pair(t, 'the larger')}{outside}); {verdict}.")
+            f"({both_text(t, c)}{outside}); {verdict}.")
 
 
 def speedup_sentence(v, row):
@@ -259,8 +265,10 @@ def ablation_sentences(v, idea, pairs, at_budgets, same_parameters=True):
     """The idea minus its ablation at equal budgets, and (``same_parameters``) run by run."""
     lines = [f"- **{idea}**:"]
     for t in at_budgets:
+        c = t["pchip"]
         lines.append(f"  - at {t['budget']:g} passes: {ci_text(t['diff'], t['ci_low'], t['ci_high'], signed=True)} "
-                     f"{v.headline} ({p_pair(t, 'bootstrap')}{outside_text(dropped_share(t))}; {shown_text(t)}).")
+                     f"{v.headline} linear, {ci_text(c['diff'], c['ci_low'], c['ci_high'], signed=True)} monotone "
+                     f"cubic ({both_text(t, c)}{outside_text(t['outside'])}; {budget_shown_text(t)}).")
     for pair in pairs if same_parameters else []:
         q, p = pair["quality"], pair["passes"]
         lines.append(f"  - `{pair['run']}` minus `{pair['ablation']}`: "

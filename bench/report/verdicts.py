@@ -307,13 +307,21 @@ class Lead:
         return self.test.get("p_holm", np.nan) < ALPHA and self.outside <= MAX_OUTSIDE
 
 
-def make_lead(budget, best, runner_up, distance):
-    """The Lead of line ``best`` over line ``runner_up`` at ``budget``."""
-    linear, cubic = (lead_test(best, runner_up, budget, kind, distance) for kind in ("linear", "pchip"))
+def interpolated_difference(a, b, budget, distance):
+    """(test, pchip, outside) of line ``a`` minus line ``b`` at ``budget``: the linear
+    interpolation's difference dict, whose ``p`` is the larger of both interpolations' p-values
+    (1 where their differences disagree in sign; ``p_linear`` its own), the monotone cubic's
+    dict, and the larger share of replicates outside a line's range."""
+    linear, cubic = (lead_test(a, b, budget, kind, distance) for kind in ("linear", "pchip"))
     test, pchip = linear.summary(), cubic.summary()
     agree = np.sign(test["diff"]) == np.sign(pchip["diff"])
     test.update(p_linear=test["p"], p=max(test["p"], pchip["p"]) if agree else 1.0)
-    return Lead(budget, best.name, runner_up.name, test, pchip, max(linear.dropped_share, cubic.dropped_share))
+    return test, pchip, max(linear.dropped_share, cubic.dropped_share)
+
+
+def make_lead(budget, best, runner_up, distance):
+    """The Lead of line ``best`` over line ``runner_up`` at ``budget``."""
+    return Lead(budget, best.name, runner_up.name, *interpolated_difference(best, runner_up, budget, distance))
 
 
 def budget_table(lines, budgets, higher_is_better):
