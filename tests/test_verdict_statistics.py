@@ -185,3 +185,19 @@ def test_an_estimate_outside_its_interval_is_said_where_it_is_printed():
     from bench.report.render import ci_text
     assert "outside" in ci_text(0.5, 0.6, 0.9) and "outside" not in ci_text(0.7, 0.6, 0.9)
     assert "outside" not in ci_text(0.7, np.nan, np.nan)
+
+
+def test_an_ablation_at_a_budget_is_shown_only_when_it_survives_holm_and_few_replicates_fall_outside():
+    from types import SimpleNamespace
+
+    from bench.report.render import ablation_sentences
+    v = SimpleNamespace(headline="q", task="t")
+
+    def at(outside, p_holm, pchip_diff=0.02):
+        pchip = {"diff": pchip_diff, "ci_low": 0.01, "ci_high": 0.03, "p": 0.001}
+        return {"budget": 8, "diff": 0.02, "ci_low": 0.01, "ci_high": 0.03, "p": 0.001, "p_linear": 0.001,
+                "p_holm": p_holm, "test": "paired bootstrap", "pchip": pchip, "outside": outside}
+    lines = ablation_sentences(v, "idea", [], [at(0.0, 0.01), at(0.2, 0.01), at(0.0, 0.2), at(0.0, 0.01, -0.01)])
+    assert lines[1].endswith("; shown).") and "0.001 and 0.001; the larger p 0.001, Holm p 0.010" in lines[1]
+    assert "20.0% outside; not shown: too many replicates outside" in lines[2]
+    assert lines[3].endswith("; not shown).") and "opposite signs" in lines[4]
