@@ -201,3 +201,13 @@ def test_an_ablation_at_a_budget_is_shown_only_when_it_survives_holm_and_few_rep
     assert lines[1].endswith("; shown).") and "0.001 and 0.001; the larger p 0.001, Holm p 0.010" in lines[1]
     assert "20.0% outside; not shown: too many replicates outside" in lines[2]
     assert lines[3].endswith("; not shown).") and "opposite signs" in lines[4]
+
+
+def test_batched_steps_wait_for_the_slowest_row_of_each_recorded_batch():
+    from bench.report.cost import pooled_cost, run_cost
+    cost = run_cost([1, 5, 2, 2, 9, 1, 3], 3)              # batches [1 5 2] [2 9 1] [3]: slowest 5, 9, 3
+    assert (cost.batched_steps, cost.batches, cost.steps_per_batch) == (17, 3, pytest.approx(17 / 3))
+    assert (cost.median, cost.max) == (2, 9) and cost.p90 == pytest.approx(np.percentile([1, 5, 2, 2, 9, 1, 3], 90))
+    assert run_cost([3, 1, 4], None).batched_steps == 4      # no recorded batch size: one batch
+    seeds = pooled_cost([run_cost([2, 4], 1), run_cost([4, 8], 1)])
+    assert (seeds.mean, seeds.max, seeds.batched_steps) == (4.5, 6, 9)
