@@ -19,10 +19,14 @@ def metric_names(results):
 
 
 def metric_text(m, digits=3):
-    """'0.613 [0.583, 0.643]' or '-'."""
+    """'0.613 [0.583, 0.643]' or '-', with ``OUTSIDE`` where a stored value lies outside its CI."""
     if m is None:
         return "-"
-    return f"{m['value']:.{digits}f} [{m['ci_low']:.{digits}f}, {m['ci_high']:.{digits}f}]"
+    note = OUTSIDE if not m["ci_low"] <= m["value"] <= m["ci_high"] else ""
+    return f"{m['value']:.{digits}f} [{m['ci_low']:.{digits}f}, {m['ci_high']:.{digits}f}]{note}"
+
+
+OUTSIDE = " (estimate outside its bootstrap interval: skewed replicates)"
 
 
 def summary_rows(results):
@@ -98,7 +102,7 @@ def ci_text(value, low, high, digits=3, signed=False):
     bootstrap: ``BootstrapTest.summary`` says so in its method)."""
     head = f"{value:+.{digits}g}" if signed and not np.isnan(value) else number_text(value, digits)
     outside = not (np.isnan(low) or np.isnan(high) or low <= value <= high)
-    note = " (estimate outside its bootstrap interval: skewed replicates)" if outside else ""
+    note = OUTSIDE if outside else ""
     return f"{head} [{number_text(low, digits)}, {number_text(high, digits)}]" + note
 
 
