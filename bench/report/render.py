@@ -101,7 +101,7 @@ def ci_text(value, low, high, digits=3, signed=False):
     """'+0.014 [-0.006, 0.035]', with a note where the estimate lies outside its interval (a skewed
     bootstrap: ``BootstrapTest.summary`` says so in its method)."""
     head = f"{value:+.{digits}g}" if signed and not np.isnan(value) else number_text(value, digits)
-    outside = not (np.isnan(low) or np.isnan(high) or low <= value <= high)
+    outside = not (np.isnan(value) or np.isnan(low) or np.isnan(high) or low <= value <= high)
     note = OUTSIDE if outside else ""
     return f"{head} [{number_text(low, digits)}, {number_text(high, digits)}]" + note
 
