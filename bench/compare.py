@@ -35,8 +35,9 @@ strategy spec (every parameter resolved); a pair whose model, data, seed, limit,
 device kind (cpu, cuda), dtype or schema version differ is 'not comparable' (batch size, shards
 and executor do not matter). For each metric the table shows both values with their 95% CIs,
 the delta and a mark. Paired runs on the same inputs whose metric can be recomputed from the
-per-input records are judged by a paired test (paired bootstrap CI of NEW - BASE, exact McNemar
-or randomisation p, shown in the note); others by their marginal CIs:
+per-input records are judged by a paired test of NEW - BASE whose CI and p come from one procedure
+(0/1 metrics: Tango's score interval and test, McNemar's at 0; others: the paired bootstrap),
+shown in the note; others by their marginal CIs:
   better / worse   the difference is beyond the metric's practical tolerance (its declared
                    'tolerance', else max(1e-6, 1e-6 x its scale)) and, paired: the CI of the
                    difference excludes 0; else: the CIs do not overlap (direction: the file's
@@ -432,7 +433,7 @@ def metric_row(task, run, name, metrics, limits, *, records=([], []), results=(N
 
 
 def paired_note(paired):
-    """'paired 0.012 [-0.004, 0.03], McNemar p 0.2 (12 vs 7)' or ''."""
+    """'paired 0.012 [-0.004, 0.03], Tango score (McNemar) p 0.2 (12 vs 7)' or ''."""
     if paired is None:
         return ""
     note = (f"paired {paired['diff']:+.4g} [{paired['ci_low']:.4g}, {paired['ci_high']:.4g}], "

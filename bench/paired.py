@@ -12,23 +12,30 @@ A statistic says how its columns come from the records (``columns``), how many f
 fixed arguments its recipe carries, whether it is a plug-in distance to a fixed reference
 (``distance``) and how seeds pool (``pooled``: per-input values averaged, or counts added).
 
-Every statistic takes columns with a leading replicate axis, so thousands of bootstrap or
-permutation replicates are computed at once. Tests:
+Every statistic takes columns with a leading replicate axis, so thousands of bootstrap
+replicates are computed at once. One procedure gives each difference of two runs both its
+interval and its p-value (the interval is the inversion of the test, so it excludes 0 exactly
+when the two-sided p is below 1 - level):
 
-- difference of two runs: paired bootstrap CI (input indices resampled jointly for both runs):
-  the percentile interval, but the basic one [2d - q97.5, 2d - q2.5] for plug-in distances:
-  they are biased upwards on resamples, the more so the nearer a run is to the reference, so a
-  difference's percentile interval is shifted;
-- p-value: exact McNemar (two-sided binomial on the discordant inputs) for the mean of a 0/1
-  field; otherwise a paired randomisation test (each input's two values swapped with
-  probability 1/2; two-sided, with the +1 correction).
+- the mean of a 0/1 field: Tango's score test for a difference of paired proportions (Tango 1998,
+  Stat Med 17:891) and the score interval that inverts it; at a difference of 0 the score test is
+  McNemar's (asymptotic, without continuity correction);
+- any other statistic: the paired bootstrap (input indices resampled jointly for both runs), its
+  interval the central order statistics of the replicates and its p the share of replicates on
+  either side of the tested value, from the same replicates; a plug-in distance's replicates are
+  reflected about the estimate first (the basic bootstrap, 2d - r): they are biased upwards on
+  resamples, the more so the nearer a run is to the reference.
+
+Both give one-sided p-values at any tested difference (``p_greater``, ``p_less``): a
+non-inferiority test is the one-sided test at its margin.
 """
 from dataclasses import dataclass
-from math import comb
 
 import numpy as np
+from scipy.optimize import brentq
+from scipy.stats import norm
 
-from bench.stats import BOOT_SEED, N_BOOT, basic_interval, percentile_interval
+from bench.stats import BOOT_SEED, N_BOOT
 
 CHUNK = 100  # replicates per block where a statistic needs [replicates, inputs, K] memory
 POOLING = ("mean", "sum")   # how a statistic's seeds pool: per-input values averaged, or counts added
@@ -141,55 +148,132 @@ def chunked(fn, idx):
     return np.concatenate([np.atleast_1d(fn(idx[s:s + CHUNK])) for s in range(0, len(idx), CHUNK)])
 
 
-def mcnemar_p(a, b):
-    """Exact two-sided McNemar p-value of paired 0/1 arrays; also the discordant counts."""
-    only_a, only_b = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
-    n, k = only_a + only_b, min(only_a, only_b)
-    if n == 0:
-        return 1.0, (only_a, only_b)
-    tail = sum(comb(n, i) for i in range(k + 1)) / 2 ** n
-    return min(1.0, 2 * tail), (only_a, only_b)
+def discordant(a, b):
+    """(inputs where only ``a`` is 1, inputs where only ``b`` is 1) of paired 0/1 arrays."""
+    return int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
 
 
-def randomisation_p(a, b, observed, n_perm=N_BOOT, seed=BOOT_SEED):
-    """Two-sided paired randomisation p-value of ``a() - b()`` (each input's pair swapped at random)."""
-    swaps = np.random.default_rng(seed + 1).random((n_perm, len(a.columns[0]))) < 0.5
-
-    def null_diff(block):
-        cols_a = [np.where(expand(block, ca), cb, ca) for ca, cb in zip(a.columns, b.columns)]
-        cols_b = [np.where(expand(block, ca), ca, cb) for ca, cb in zip(a.columns, b.columns)]
-        return STATISTICS[a.statistic].compute(*cols_a, **a.extra) - STATISTICS[b.statistic].compute(*cols_b, **b.extra)
-    null = chunked(null_diff, swaps)
-    return float((1 + (np.abs(null) >= abs(observed) - 1e-12).sum()) / (n_perm + 1))
+def two_sided(p_greater, p_less):
+    """The two-sided p-value of two one-sided ones."""
+    return float(min(1.0, 2 * min(p_greater, p_less)))
 
 
-def expand(swaps, column):
-    """[R, n] swap mask broadcast against a column of shape [n, ...]."""
-    return swaps.reshape(swaps.shape + (1,) * (column.ndim - 1))
+@dataclass(frozen=True)
+class ScoreTest:
+    """Tango's score test of d = mean(a) - mean(b) for paired 0/1 values: ``only_a`` inputs where
+    only a is 1, ``only_b`` where only b is 1, of ``n``. T(d0) is the score statistic at the tested
+    difference d0 (decreasing in d0; at d0 = 0 it is McNemar's (only_a - only_b) / sqrt(only_a + only_b)),
+    the interval every d0 that a two-sided test at 1 - level keeps."""
+    only_a: int
+    only_b: int
+    n: int
+
+    @property
+    def estimate(self):
+        return (self.only_a - self.only_b) / self.n
+
+    def statistic(self, d0):
+        """Tango's T(d0): (only_a - only_b - n d0) / sqrt(n (2 q + d0 (1 - d0))), q the maximum
+        likelihood of P(only b is 1) under d = d0."""
+        b, c, n = self.only_a, self.only_b, self.n
+        numerator = b - c - n * d0
+        if numerator == 0:
+            return 0.0
+        w = -b - c + (2 * n - b + c) * d0
+        q = (np.sqrt(max(w * w + 8 * n * c * d0 * (1 - d0), 0.0)) - w) / (4 * n)
+        variance = n * (2 * q + d0 * (1 - d0))
+        return float(np.sign(numerator) * np.inf) if variance <= 0 else float(numerator / np.sqrt(variance))
+
+    def p_greater(self, d0=0.0):
+        """One-sided p-value against d <= d0 (evidence that d > d0)."""
+        return float(norm.sf(self.statistic(d0)))
+
+    def p_less(self, d0=0.0):
+        """One-sided p-value against d >= d0 (evidence that d < d0)."""
+        return float(norm.cdf(self.statistic(d0)))
+
+    def interval(self, level=0.95):
+        """(low, high): every d0 in [-1, 1] whose two-sided p is at least 1 - level."""
+        z, edge = norm.ppf(1 - (1 - level) / 2), 1 - 1e-12
+        low = -1.0 if self.statistic(-edge) <= z else brentq(lambda d: self.statistic(d) - z, -edge, self.estimate)
+        high = 1.0 if self.statistic(edge) >= -z else brentq(lambda d: self.statistic(d) + z, self.estimate, edge)
+        return float(low), float(high)
+
+    def summary(self, level=0.95):
+        low, high = self.interval(level)
+        return {"diff": self.estimate, "ci_low": low, "ci_high": high, "ci_method": "Tango score interval",
+                "p": two_sided(self.p_greater(), self.p_less()), "test": "Tango score (McNemar)", "n": self.n,
+                "discordant": (self.only_a, self.only_b)}
+
+
+def order_statistic_interval(replicates, level=0.95):
+    """(low, high): the k-th smallest and k-th largest replicate, k = ceil(R (1 - level) / 2): the
+    percentile interval whose bounds exclude a value exactly when fewer than k replicates lie on its
+    side, so that it agrees with ``BootstrapTest``'s p-values."""
+    ordered = np.sort(replicates)
+    k = max(1, int(np.ceil(len(ordered) * (1 - level) / 2 - 1e-9)))
+    return float(ordered[k - 1]), float(ordered[len(ordered) - k])
+
+
+@dataclass
+class BootstrapTest:
+    """A difference's bootstrap: ``replicates`` as the interval and p are read from them (reflected
+    about the estimate for a plug-in distance), NaN ones (a budget outside a resampled line's range)
+    left out and counted in ``dropped``."""
+    estimate: float
+    replicates: np.ndarray
+    method: str = "paired bootstrap, percentile"
+    dropped: int = 0
+
+    @classmethod
+    def of(cls, replicates, estimate, distance=False):
+        kept = replicates[~np.isnan(replicates)]
+        method = "paired bootstrap, basic" if distance else "paired bootstrap, percentile"
+        return cls(float(estimate), 2 * estimate - kept if distance else kept, method, len(replicates) - len(kept))
+
+    @property
+    def dropped_share(self):
+        total = len(self.replicates) + self.dropped
+        return self.dropped / total if total else 1.0
+
+    def p_greater(self, d0=0.0):
+        """One-sided p-value against d <= d0: the share of replicates at or below d0."""
+        return float((self.replicates <= d0).mean()) if len(self.replicates) else np.nan
+
+    def p_less(self, d0=0.0):
+        """One-sided p-value against d >= d0: the share of replicates at or above d0."""
+        return float((self.replicates >= d0).mean()) if len(self.replicates) else np.nan
+
+    def interval(self, level=0.95):
+        return order_statistic_interval(self.replicates, level) if len(self.replicates) else (np.nan, np.nan)
+
+    def summary(self, level=0.95):
+        low, high = self.interval(level)
+        method = self.method
+        if not np.isnan(low) and not low <= self.estimate <= high:
+            method += " (the estimate lies outside: its replicates are skewed away from it)"
+        p = two_sided(self.p_greater(), self.p_less()) if len(self.replicates) else np.nan
+        return {"diff": self.estimate, "ci_low": low, "ci_high": high, "ci_method": method, "p": p,
+                "test": "paired bootstrap", "n_replicates": len(self.replicates), "dropped": self.dropped}
+
+
+def difference_test(a, b, n_boot=N_BOOT, seed=BOOT_SEED):
+    """The test of a - b for two PerInput of the same metric on the same inputs: a ScoreTest for
+    two 0/1 means, else the paired BootstrapTest (reflected for a plug-in distance)."""
+    if a.binary and b.binary:
+        return ScoreTest(*discordant(a.columns[0], b.columns[0]), len(a.columns[0]))
+    idx = replicate_indices(len(a.columns[0]), n_boot, seed)
+    boots = chunked(lambda block: a(block) - b(block), idx)
+    return BootstrapTest.of(boots, float(a() - b()), a.distance)
 
 
 def paired_difference(a, b, level=0.95, n_boot=N_BOOT, seed=BOOT_SEED):
-    """a - b for two PerInput of the same metric on the same inputs.
+    """a - b for two PerInput of the same metric on the same inputs (``difference_test``).
 
-    Returns a dict: diff, ci_low, ci_high (paired bootstrap: basic for plug-in distances, else
-    percentile), ci_method, p (McNemar or randomisation), test, n and, for 0/1 metrics, the
-    discordant counts (a only, b only).
+    Returns a dict: diff, ci_low, ci_high, ci_method, p (two-sided, at 0), test, n or
+    n_replicates and, for 0/1 metrics, the discordant counts (a only, b only).
     """
-    n = len(a.columns[0])
-    observed = float(a() - b())
-    idx = replicate_indices(n, n_boot, seed)
-    boots = chunked(lambda block: a(block) - b(block), idx)
-    if a.distance:
-        (low, high), method = basic_interval(boots, observed, level), "paired bootstrap, basic"
-    else:
-        (low, high), method = percentile_interval(boots, level), "paired bootstrap, percentile"
-    result = {"diff": observed, "ci_low": low, "ci_high": high, "ci_method": method, "n": n}
-    if a.binary and b.binary:
-        result["p"], result["discordant"] = mcnemar_p(a.columns[0], b.columns[0])
-        result["test"] = "exact McNemar"
-    else:
-        result["p"], result["test"] = randomisation_p(a, b, observed), "paired randomisation"
-    return result
+    return difference_test(a, b, n_boot, seed).summary(level)
 
 
 def better_sign(higher_is_better):

@@ -1,9 +1,10 @@
-"""Bootstrap confidence intervals over samples: the one percentile and basic interval of a set of
-replicates (``percentile_interval``, ``basic_interval``), which every bootstrap in bench and its
-tasks reads, and the summary metrics result files store."""
+"""Bootstrap confidence intervals over samples: the percentile and basic interval of a set of
+replicates (``percentile_interval``, ``basic_interval``) behind the summary metrics result files
+store. Paired differences of two runs read theirs from ``bench.paired`` (interval and p-value from
+one procedure)."""
 import numpy as np
 
-N_BOOT = 2000       # bootstrap (and randomisation) replicates of every interval and test
+N_BOOT = 2000       # bootstrap replicates of every interval and test
 BOOT_SEED = 12345   # the seed they are drawn with
 
 

@@ -229,12 +229,13 @@ def test_runs_on_the_same_inputs_are_judged_by_the_paired_test(tmp_path):
     status = compare(with_records(tmp_path / "b", "r", base), with_records(tmp_path / "n", "r", worse),
                      "headline:ci", lines.append)
     row = next(line for line in lines[0].splitlines() if "exact_accuracy" in line)
-    assert "worse" in row and "McNemar p 1.91e-06 (0 vs 20)" in row and status == 1
+    assert "worse" in row and "Tango score (McNemar) p 7.74e-06 (0 vs 20)" in row and status == 1
     lines = []
     status = compare(with_records(tmp_path / "b2", "r", base), with_records(tmp_path / "n2", "r", base),
                      "headline:ci", lines.append)
     row = next(line for line in lines[0].splitlines() if "exact_accuracy" in line)
-    assert "within noise" in row and "paired +0 [0, 0], McNemar p 1 (0 vs 0)" in row and status == 0
+    assert "within noise" in row and status == 0     # no discordant board: the score interval is not [0, 0]
+    assert "paired +0 [-0.03699, 0.03699], Tango score (McNemar) p 1 (0 vs 0)" in row
 
 
 def test_a_small_shift_the_marginal_cis_miss_is_found_when_paired(tmp_path):

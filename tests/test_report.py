@@ -64,10 +64,12 @@ def test_tables_as_markdown_csv_and_latex(drawn):
 
 
 def with_records(folder, summary, exact, passes):
-    """Write ``summary`` with per-input records (0/1 ``exact``, constant ``passes``) beside it."""
+    """Write ``summary`` with per-input records (0/1 ``exact``; ``passes`` constant or per input) beside it."""
     name = summary["label"].replace(":", "_").replace("=", "_").replace(",", "_")
     summary = json.loads(json.dumps(summary))
-    text = "".join(json.dumps({"index": i, "exact": e, "passes": passes}) + "\n" for i, e in enumerate(exact))
+    passes = passes if isinstance(passes, list) else [passes] * len(exact)
+    text = "".join(json.dumps({"index": i, "exact": e, "passes": p}) + "\n"
+                   for i, (e, p) in enumerate(zip(exact, passes)))
     summary.update(n_samples=len(exact), records_file=f"{name}.jsonl", records_sha256=text_digest(text))
     summary["metrics"][0]["per_input"] = {"statistic": "mean", "fields": ["exact"]}
     summary["metrics"][1]["per_input"] = {"statistic": "mean", "fields": ["passes"]}
@@ -92,8 +94,37 @@ def test_speedup_table_takes_the_cheapest_run_a_paired_test_shows_non_inferior(t
     assert by_line["topk"]["run"] == "topk:k=2" and by_line["topk"]["non-inferior (margin 0.01)"] == "no"
     assert "sequential" not in by_line
     claims = (tmp_path / "reports" / "claims_sudoku.md").read_text()
-    assert "`eb:gamma=0.1` (10.0 passes, 5.00x fewer than sequential) is non-inferior" in claims
-    assert "`topk:k=2` (25.0 passes, 2.00x fewer than sequential) is worse than sequential by more than 0.01" in claims
+    assert "`eb:gamma=0.1` (10.0 passes, 5.00x fewer than sequential; median 10, p90 10, max 10 passes; " in claims
+    assert "is non-inferior to sequential within 0.01" in claims
+    assert "`topk:k=2` (25.0 passes, 2.00x fewer than sequential; " in claims
+    assert "is worse than sequential by more than 0.01" in claims
+
+
+def test_cost_tables_give_the_passes_users_wait_for_in_batches(tmp_path):
+    """Batched steps: each batch of the recorded batch size, inputs in their recorded order, waits for
+    its slowest row; a run with a long tail gains less in batched steps than in mean passes."""
+    from bench.report import write_all_tables
+    results = tmp_path / "results"
+    results.mkdir()
+    base = [1] * 300 + [0] * 300
+    tail = ([4] * 99 + [40]) * 6                         # mean 4.36, one slow row in every 100
+    runs = {"sequential": (RUNS[0], [50] * 600), "eb:gamma=0.1": (RUNS[1], tail)}
+    for summary, passes in runs.values():
+        summary = dict(summary, config=dict(summary["config"], batch_size=100))
+        summary["metrics"] = [dict(m, value=sum(passes) / 600) if m["name"] == "passes" else m
+                              for m in summary["metrics"]]
+        with_records(results, summary, base, passes)
+    write_all_tables(results, tmp_path / "reports")
+    rows = {r["run"]: r for r in csv.DictReader((tmp_path / "reports" / "cost_sudoku.csv").open())}
+    eb = rows["eb:gamma=0.1"]
+    assert (float(eb["median"]), float(eb["p90"]), float(eb["max"])) == (4, 4, 40)
+    assert float(eb["batched steps"]) == 6 * 40 and float(rows["sequential"]["batched steps"]) == 6 * 50
+    assert float(eb["speed-up over sequential (mean passes)"]) == pytest.approx(50 / 4.36)
+    assert float(eb["speed-up (batched steps)"]) == pytest.approx(50 / 40)
+    speedup = next(csv.DictReader((tmp_path / "reports" / "speedup_sudoku.csv").open()))
+    assert float(speedup["batched_steps"]) == 240 and float(speedup["batched_speedup"]) == pytest.approx(1.25)
+    claims = (tmp_path / "reports" / "claims_sudoku.md").read_text()
+    assert "median 4, p90 4, max 40 passes; 240 batched steps in batches of 100, 1.25x fewer" in claims
 
 
 def test_no_verdict_tables_without_per_input_records(drawn):

@@ -2,6 +2,8 @@
 
 - ``sweeps``: result summaries read (a metric, sweep lines, the reference run);
 - ``verdicts``: per-input runs loaded from records, lines, pass budgets, paired tests;
+- ``interpolation``: a line's quality at a budget (linear or monotone cubic in log passes);
+- ``cost``: a run's passes as users pay them (percentiles, batched steps);
 - ``claims``: a task's claims computed (``TaskVerdicts``: budgets, speed-up rows, ablation pairs);
 - ``render``: claims and tables rendered as Markdown, CSV, LaTeX and plain text;
 - ``canvas``: what every figure shares (print sizes, family styles, saving, the text-fit check);

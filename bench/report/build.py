@@ -16,6 +16,7 @@ from bench.report.render import (
     ablations_markdown,
     budget_rows,
     claims_markdown,
+    cost_table,
     csv_text,
     latex,
     markdown,
@@ -45,12 +46,14 @@ def comparison_group(results):
 
 
 def write_tables(results, task, out_dir, verdicts):
-    """table_<task> (every run), budgets_<task> (the headline: strategies x pass budgets) and
-    speedup_<task> as .md, .csv and .tex, and claims_<task>.md; returns the paths."""
+    """table_<task> (every run), budgets_<task> (the headline: strategies x pass budgets),
+    speedup_<task> and cost_<task> (every run's passes as users pay them) as .md, .csv and .tex, and
+    claims_<task>.md; returns the paths."""
     tables = {f"table_{task}": (summary_rows(results), numeric_rows(results))}
     if verdicts is not None:
         tables[f"budgets_{task}"] = (budget_rows(verdicts), budget_rows(verdicts, numeric=True))
         tables[f"speedup_{task}"] = (speedup_table(verdicts), speedup_table(verdicts, numeric=True))
+        tables[f"cost_{task}"] = (cost_table(verdicts), cost_table(verdicts, numeric=True))
     paths = []
     for stem, (text_rows, number_rows) in tables.items():
         for ext, text in (("md", markdown(*text_rows)), ("csv", csv_text(*number_rows)),

@@ -1,22 +1,25 @@
 """The claims of a task, computed: strategies x pass budgets, frontier areas, speed-up with
 non-inferiority to the task's reference run, ablations; each with its paired difference, CI and
-p-value (``bench.report.render`` writes them as tables and ``claims_<task>.md``)."""
-from dataclasses import dataclass
+p-value (``bench.report.render`` writes them as tables and ``claims_<task>.md``).
+
+Every p-value a claims file prints is one family: they are Holm-adjusted together
+(``adjust_family``), and a claim is shown only where its adjusted p is below ALPHA."""
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from bench.multiplicity import ALPHA, family_size, holm
 from bench.paired import better_sign, paired_difference
 from bench.report.sweeps import reference_run, sweep_lines
 from bench.report.verdicts import (
     areas,
-    bootstrap_p,
     budget_table,
-    centred,
-    interval,
+    interpolated_difference,
     is_distance,
     joint_indices,
     load_runs,
     make_line,
+    mark_best,
     non_inferiority,
     select_line,
 )
@@ -35,10 +38,13 @@ class TaskVerdicts:
     leads: list          # Lead per budget
     areas: dict          # line -> BudgetCell | None
     speedup: list        # SpeedupRow per line
-    ablations: list      # (idea, [same-parameter pair dicts], [(budget, diff dict)])
+    ablations: list      # (idea, [same-parameter pair dicts], [difference dict per budget])
     left_out: int
     seeds: int = 1       # seeds pooled per input
     reference: str = "reference"   # the strategy name of the reference run (what the text calls it)
+    family: int = 0      # p-values in the claims file, Holm-adjusted together (``adjust_family``)
+    runs: list = field(default_factory=list)   # every ScoredRun (seeds pooled), with its Cost
+    reference_run: object = None               # the reference ScoredRun, None where there is none
 
 
 @dataclass
@@ -48,6 +54,14 @@ class SpeedupRow:
     verdict: str
     diff: dict
     ratio: float         # run passes / reference passes
+    reference: object = None   # the reference ScoredRun
+
+    @property
+    def batched_ratio(self):
+        """Run batched steps / reference batched steps (NaN without both Costs)."""
+        if self.run.cost is None or self.reference is None or self.reference.cost is None:
+            return np.nan
+        return self.run.cost.batched_steps / self.reference.cost.batched_steps
 
 
 def speedup_rows(runs, lines, tolerance, reference_name=None):
@@ -66,7 +80,12 @@ def speedup_rows(runs, lines, tolerance, reference_name=None):
         passing = [t for t in tested if t[1] == "yes"]
         sign = better_sign(reference.quality.higher_is_better)
         run, verdict, diff = passing[0] if passing else max(tested, key=lambda t: sign * t[2]["diff"])
-        rows.append(SpeedupRow(name, run, verdict, diff, run.passes() / reference.passes()))
+        rows.append(SpeedupRow(name, run, verdict, diff, run.passes() / reference.passes(), reference))
+    return speedup_order(rows)
+
+
+def speedup_order(rows):
+    """Speed-up rows: non-inferior first, then not shown, then worse; cheapest first within each."""
     order = {"yes": 0, "not shown": 1, "no": 2}
     return sorted(rows, key=lambda r: (order[r.verdict], r.ratio))
 
@@ -89,15 +108,40 @@ def ablation_pairs(runs, ablation):
 
 
 def ablation_at_budgets(with_idea, without, idx, budgets):
-    """[(budget, diff, low, high, p)] of the idea's line minus its ablation's at equal budgets."""
+    """[difference dict] of the idea's line minus its ablation's at equal budgets, as a lead is
+    tested (``interpolated_difference``: linear and monotone cubic in log passes, paired
+    bootstrap), with its ``budget``, ``pchip`` dict and share of replicates ``outside``."""
     a, b = make_line("with", with_idea, idx), make_line("without", without, idx)
     out, distance = [], is_distance([a, b])
     for budget in budgets:
-        (va, ra), (vb, rb) = a.at(budget), b.at(budget)
-        if not (np.isnan(va) or np.isnan(vb)):
-            diff_reps = centred(ra - rb, va - vb, distance)
-            out.append((budget, va - vb, *interval(diff_reps), bootstrap_p(diff_reps)))
+        if not (np.isnan(a.at(budget)[0]) or np.isnan(b.at(budget)[0])):
+            test, pchip, outside = interpolated_difference(a, b, budget, distance)
+            out.append(dict(test, budget=budget, pchip=pchip, outside=outside))
     return out
+
+
+def family_tests(v):
+    """Every test dict whose p a claims file prints, in the order it prints them: the budget leads,
+    the speed-up rows (one-sided at the margin), each ablation at budgets and run by run."""
+    tests = [lead.test for lead in v.leads] + [row.diff for row in v.speedup]
+    for _, pairs, at_budgets in v.ablations:
+        tests += at_budgets + [pair["quality"] for pair in pairs]
+    return tests
+
+
+def adjust_family(v):
+    """Holm-adjust the p-values of ``v``'s claims together (each test dict gets ``p_holm``), then
+    mark the budget table's best and withdraw a non-inferiority the adjustment does not keep."""
+    tests = family_tests(v)
+    for test, adjusted in zip(tests, holm([t["p"] for t in tests])):
+        test["p_holm"] = float(adjusted)
+    v.family = family_size([t["p"] for t in tests])
+    mark_best(v.cells, v.leads, v.higher_is_better)
+    for row in v.speedup:
+        if row.verdict == "yes" and not row.diff["p_holm"] < ALPHA:
+            row.verdict = "not shown"
+    v.speedup = speedup_order(v.speedup)
+    return v
 
 
 BUDGET_GRID = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)   # passes, for tasks without settings
@@ -135,8 +179,9 @@ def task_verdicts(group, task, root):
         with_idea, without, pairs = ablation_pairs(runs, ablation)
         if pairs or (with_idea and without):
             ablations.append((ablation.idea, pairs, ablation_at_budgets(with_idea, without, idx, config.budgets)))
-    return TaskVerdicts(task, runs[0].summary["headline"], higher, len(runs[0].passes.columns[0]),
-                        config.budgets, config.margin, cells, leads,
-                        areas(made, min(config.budgets), max(config.budgets)),
-                        speedup_rows(runs, lines, config.margin, config.reference), ablations, left_out,
-                        max(len(r.summary.get("pooled_seeds", [0])) for r in runs), reference_name)
+    return adjust_family(TaskVerdicts(
+        task, runs[0].summary["headline"], higher, len(runs[0].passes.columns[0]), config.budgets, config.margin,
+        cells, leads, areas(made, min(config.budgets), max(config.budgets)),
+        speedup_rows(runs, lines, config.margin, config.reference), ablations, left_out,
+        max(len(r.summary.get("pooled_seeds", [0])) for r in runs), reference_name,
+        runs=runs, reference_run=next((r for r in runs if r.summary is reference), None)))

@@ -7,7 +7,9 @@ import re
 
 import numpy as np
 
+from bench.multiplicity import ALPHA
 from bench.report.sweeps import metric_of
+from bench.report.verdicts import MAX_OUTSIDE
 
 
 def metric_names(results):
@@ -17,10 +19,14 @@ def metric_names(results):
 
 
 def metric_text(m, digits=3):
-    """'0.613 [0.583, 0.643]' or '-'."""
+    """'0.613 [0.583, 0.643]' or '-', with ``OUTSIDE`` where a stored value lies outside its CI."""
     if m is None:
         return "-"
-    return f"{m['value']:.{digits}f} [{m['ci_low']:.{digits}f}, {m['ci_high']:.{digits}f}]"
+    note = OUTSIDE if not m["ci_low"] <= m["value"] <= m["ci_high"] else ""
+    return f"{m['value']:.{digits}f} [{m['ci_low']:.{digits}f}, {m['ci_high']:.{digits}f}]{note}"
+
+
+OUTSIDE = " (estimate outside its bootstrap interval: skewed replicates)"
 
 
 def summary_rows(results):
@@ -92,19 +98,55 @@ def number_text(value, digits=3):
 
 
 def ci_text(value, low, high, digits=3, signed=False):
+    """'+0.014 [-0.006, 0.035]', with a note where the estimate lies outside its interval (a skewed
+    bootstrap: ``BootstrapTest.summary`` says so in its method)."""
     head = f"{value:+.{digits}g}" if signed and not np.isnan(value) else number_text(value, digits)
-    return f"{head} [{number_text(low, digits)}, {number_text(high, digits)}]"
+    outside = not (np.isnan(value) or np.isnan(low) or np.isnan(high) or low <= value <= high)
+    note = OUTSIDE if outside else ""
+    return f"{head} [{number_text(low, digits)}, {number_text(high, digits)}]" + note
 
 
 def p_text(p):
     return "-" if p is None or np.isnan(p) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
 
 
+def p_pair(test, name=None):
+    """'Tango score (McNemar) p 0.006, Holm p 0.21': a test's raw and family-adjusted p."""
+    head = f"{name or test['test']} p {p_text(test['p'])}"
+    return head + (f", Holm p {p_text(test['p_holm'])}" if "p_holm" in test else "")
+
+
+def both_text(test, pchip):
+    """'bootstrap p 0.024 and 0.086; the larger p 0.086, Holm p 1.000': a difference at a budget
+    under linear and monotone cubic interpolation, and the p that counts."""
+    label = "the larger" if np.sign(test["diff"]) == np.sign(pchip["diff"]) else "opposite signs: combined"
+    return f"bootstrap p {p_text(test['p_linear'])} and {p_text(pchip['p'])}; {p_pair(test, label)}"
+
+
+def shown_text(test):
+    """'shown' where the family-adjusted p is below ALPHA, else 'not shown'."""
+    return "shown" if test.get("p_holm", np.nan) < ALPHA else "not shown"
+
+
+def budget_shown_text(test):
+    """``shown_text`` of a difference at a budget, 'not shown' too where more than MAX_OUTSIDE of
+    its replicates fall outside a line's range."""
+    return "not shown: too many replicates outside" if test["outside"] > MAX_OUTSIDE else shown_text(test)
+
+
+def outside_text(share):
+    return f", {share:.1%} outside" if share > 0 else ""
+
+
 def cell_text(cell, bold=True):
+    """'0.638 [0.609, 0.666]; p90 23, batch 33': bold where best and shown, with the share of
+    replicates outside the line's range where there are any (', 23.5% outside'), then the 90th
+    percentile of passes over inputs and the batched steps of an average batch at that budget."""
     if cell is None:
         return "-"
     text = ci_text(cell.value, cell.low, cell.high)
-    return f"**{text}**" if bold and cell.best else text
+    cost = "" if np.isnan(cell.p90) else f"; p90 {cell.p90:.3g}, batch {cell.steps_per_batch:.3g}"
+    return (f"**{text}**" if bold and cell.best else text) + outside_text(cell.outside) + cost
 
 
 def budget_rows(v, numeric=False):
@@ -117,65 +159,125 @@ def budget_rows(v, numeric=False):
         if all(c is None for c in cells):
             continue                       # a single run (the reference) or a sweep outside every budget
         if numeric:
-            rows.append([name] + [x for c in cells for x in ((c.value, c.low, c.high) if c else (None,) * 3)])
+            numbers = [(c.value, c.low, c.high, c.outside, c.p90, c.steps_per_batch) if c else (None,) * 6
+                       for c in cells]
+            rows.append([name] + [x for six in numbers for x in six])
         else:
             rows.append([name] + [cell_text(c) for c in cells])
     if numeric:
-        header = ["strategy"] + [f"{h}{s}" for h in header[1:] for s in ("", "_ci_low", "_ci_high")]
+        parts = ("", "_ci_low", "_ci_high", "_outside", "_passes_p90", "_batched_steps_per_batch")
+        header = ["strategy"] + [f"{h}{s}" for h in header[1:] for s in parts]
     return header, rows
 
 
 def speedup_table(v, numeric=False):
-    """Header and rows: per line its cheapest run non-inferior to the reference (paired test)."""
-    header = ["strategy", "run", "mean passes", f"{v.headline} - {v.reference}", "p", "test",
-              f"passes / {v.reference}", "speed-up", f"non-inferior (margin {v.tolerance:g})"]
+    """Header and rows: per line its cheapest run non-inferior to the reference (paired test), with
+    its cost as users pay it (``cost_cells``)."""
+    header = ["strategy", "run", "mean passes", f"{v.headline} - {v.reference}", "p at the margin", "Holm p",
+              "test", f"passes / {v.reference}", "speed-up", f"non-inferior (margin {v.tolerance:g})",
+              "passes median / p90 / max", "batched steps", "speed-up in batched steps"]
     rows = []
     for r in v.speedup:
         d = r.diff
         if numeric:
             rows.append([r.line, r.run.label, r.run.passes(), d["diff"], d["ci_low"], d["ci_high"], d["p"],
-                         d["test"], r.ratio, 1 / r.ratio, r.verdict])
+                         d["p_holm"], d["test"], r.ratio, 1 / r.ratio, r.verdict] + cost_numbers(r.run.cost, r))
         else:
             difference = ci_text(d["diff"], d["ci_low"], d["ci_high"], signed=True)
-            rows.append([r.line, r.run.label, f"{r.run.passes():.2f}", difference,
-                         p_text(d["p"]), d["test"], f"{r.ratio:.3f}", f"{1 / r.ratio:.2f}x", r.verdict])
+            rows.append([r.line, r.run.label, f"{r.run.passes():.2f}", difference, p_text(d["p"]),
+                         p_text(d["p_holm"]), d["test"], f"{r.ratio:.3f}", f"{1 / r.ratio:.2f}x", r.verdict]
+                        + cost_cells(r.run.cost, r))
     if numeric:
-        header = header[:3] + ["diff", "diff_ci_low", "diff_ci_high"] + header[4:]
+        header = header[:3] + ["diff", "diff_ci_low", "diff_ci_high"] + header[4:10] + COST_NUMBERS
+    return header, rows
+
+
+COST_NUMBERS = ["passes_median", "passes_p90", "passes_max", "batch_size", "batched_steps", "batched_speedup"]
+
+
+def cost_numbers(cost, row):
+    """The numeric cost columns of a speed-up row (None without a Cost)."""
+    if cost is None:
+        return [None] * len(COST_NUMBERS)
+    return [cost.median, cost.p90, cost.max, cost.batch_size, cost.batched_steps, 1 / row.batched_ratio]
+
+
+def cost_cells(cost, row):
+    """'12 / 23 / 36', '132 (4 batches of 250)', '1.62x' or dashes without a Cost."""
+    if cost is None:
+        return ["-", "-", "-"]
+    return [f"{cost.median:g} / {cost.p90:g} / {cost.max:g}",
+            f"{cost.batched_steps:g} ({cost.batches} batches of {cost.batch_size})",
+            "-" if np.isnan(row.batched_ratio) else f"{1 / row.batched_ratio:.2f}x"]
+
+
+def cost_table(v, numeric=False):
+    """Header and rows: every run's passes as users pay them (``bench.report.verdicts.Cost``) and its
+    speed-up over the reference in mean passes and in batched steps."""
+    reference = v.reference_run.cost if v.reference_run is not None else None
+    header = ["run", "mean passes", "median", "p90", "max", "batch size", "batched steps",
+              f"speed-up over {v.reference} (mean passes)", "speed-up (batched steps)"]
+    rows = []
+    for run in sorted(v.runs, key=lambda r: -r.cost.mean):
+        c = run.cost
+        ratios = (reference.mean / c.mean, reference.batched_steps / c.batched_steps) if reference else (None, None)
+        if numeric:
+            rows.append([run.label, c.mean, c.median, c.p90, c.max, c.batch_size, c.batched_steps, *ratios])
+        else:
+            rows.append([run.label, f"{c.mean:.2f}", f"{c.median:g}", f"{c.p90:g}", f"{c.max:g}", str(c.batch_size),
+                         f"{c.batched_steps:g}"] + [f"{r:.2f}x" if r else "-" for r in ratios])
     return header, rows
 
 
 def lead_sentence(v, lead):
-    verdict = ("shown: the paired CI excludes 0" if lead.shown
-               else "not shown: the paired CI includes 0")
+    t, c = lead.test, lead.pchip
+    if lead.outside > MAX_OUTSIDE:
+        verdict = f"not shown: {lead.outside:.1%} of the bootstrap replicates fall outside a line's range"
+    else:
+        verdict = ("shown" if lead.shown else "not shown") + ": Holm-adjusted p " + (
+            "below" if lead.test.get("p_holm", np.nan) < ALPHA else "not below") + f" {ALPHA:g}"
+    outside = f"; {lead.outside:.1%} of replicates outside a line's range, left out" if lead.outside > 0 else ""
     return (f"- At {lead.budget:g} passes, `{lead.best}` leads `{lead.runner_up}` by "
-            f"{ci_text(lead.diff, lead.low, lead.high, signed=True)} {v.headline} "
-            f"(bootstrap p {p_text(lead.p)}); {verdict}.")
+            f"{ci_text(t['diff'], t['ci_low'], t['ci_high'], signed=True)} {v.headline} linear in log passes, "
+            f"{ci_text(c['diff'], c['ci_low'], c['ci_high'], signed=True)} monotone cubic "
+            f"({both_text(t, c)}{outside}); {verdict}.")
 
 
 def speedup_sentence(v, row):
     d = row.diff
     detail = (f"{ci_text(d['diff'], d['ci_low'], d['ci_high'], signed=True)} {v.headline}, "
-              f"{d['test']} p {p_text(d['p'])}")
+              f"{p_pair(d)}")
     if "discordant" in d:
         detail += f", {d['discordant'][0]} vs {d['discordant'][1]} discordant inputs"
     said = {"yes": f"is non-inferior to {v.reference} within {v.tolerance:g}",
-            "no": f"is worse than {v.reference} by more than {v.tolerance:g}",
+            "no": f"is worse than {v.reference} by more than {v.tolerance:g} (its whole 95% CI)",
             "not shown": f"is not shown non-inferior to {v.reference} within {v.tolerance:g}"}[row.verdict]
     return (f"- `{row.run.label}` ({row.run.passes():.1f} passes, {1 / row.ratio:.2f}x fewer than "
-            f"{v.reference}) {said}: {detail}.")
+            f"{v.reference}{batched_text(row)}) {said}: {detail}.")
+
+
+def batched_text(row):
+    """'; median 14, p90 23, max 36 passes; 132 batched steps, 1.62x fewer' or ''."""
+    cost = row.run.cost
+    if cost is None or np.isnan(row.batched_ratio):
+        return ""
+    return (f"; median {cost.median:g}, p90 {cost.p90:g}, max {cost.max:g} passes; {cost.batched_steps:g} "
+            f"batched steps in batches of {cost.batch_size}, {1 / row.batched_ratio:.2f}x fewer")
 
 
 def ablation_sentences(v, idea, pairs, at_budgets, same_parameters=True):
     """The idea minus its ablation at equal budgets, and (``same_parameters``) run by run."""
     lines = [f"- **{idea}**:"]
-    for budget, diff, low, high, p in at_budgets:
-        lines.append(f"  - at {budget:g} passes: {ci_text(diff, low, high, signed=True)} {v.headline} "
-                     f"(bootstrap p {p_text(p)}).")
+    for t in at_budgets:
+        c = t["pchip"]
+        lines.append(f"  - at {t['budget']:g} passes: {ci_text(t['diff'], t['ci_low'], t['ci_high'], signed=True)} "
+                     f"{v.headline} linear, {ci_text(c['diff'], c['ci_low'], c['ci_high'], signed=True)} monotone "
+                     f"cubic ({both_text(t, c)}{outside_text(t['outside'])}; {budget_shown_text(t)}).")
     for pair in pairs if same_parameters else []:
         q, p = pair["quality"], pair["passes"]
         lines.append(f"  - `{pair['run']}` minus `{pair['ablation']}`: "
                      f"{ci_text(q['diff'], q['ci_low'], q['ci_high'], signed=True)} {v.headline} "
-                     f"({q['test']} p {p_text(q['p'])}), "
+                     f"({p_pair(q)}; {shown_text(q)}), "
                      f"{ci_text(p['diff'], p['ci_low'], p['ci_high'], signed=True)} passes.")
     if not at_budgets and not (pairs and same_parameters):
         lines.append("  - no budget where both sweeps have runs on these inputs"
@@ -183,15 +285,29 @@ def ablation_sentences(v, idea, pairs, at_budgets, same_parameters=True):
     return lines
 
 
+def family_sentence(v):
+    """How many p-values the file holds, how many are below ALPHA raw and after Holm."""
+    from bench.report.claims import family_tests
+    tests = family_tests(v)
+    raw = sum(t["p"] < ALPHA for t in tests)
+    kept = sum(t.get("p_holm", np.nan) < ALPHA for t in tests)
+    return (f"Multiplicity: the {v.family} p-values below are one family, Holm-adjusted together; "
+            f"{raw} are below {ALPHA:g} raw and {kept} after the adjustment. A claim is *shown* only "
+            f"where its Holm-adjusted p is below {ALPHA:g}; each p is printed raw, then Holm-adjusted.")
+
+
 def claims_markdown(v):
     """Every comparative sentence about ``v.task``, each with its difference, CI and p-value."""
     direction = "higher" if v.higher_is_better else "lower"
     seeds = f" x {v.seeds} seeds pooled per input" if v.seeds > 1 else ""
     out = [f"Generated by `bench report` from the result files: {v.n_inputs} shared inputs{seeds}, paired tests, "
-           f"95% CIs from one joint bootstrap over inputs; {v.headline}, {direction} is better.", "",
-           "Equal pass budgets (each strategy's sweep interpolated in log passes):"]
+           f"95% CIs from one joint bootstrap over inputs (Tango score intervals for 0/1 outcomes); {v.headline}, "
+           f"{direction} is better.", "", family_sentence(v), "",
+           "Equal pass budgets (each strategy's sweep interpolated in log passes, linearly and by a monotone "
+           f"cubic; a lead is shown where it holds under both and at most {MAX_OUTSIDE:.0%} of the bootstrap "
+           "replicates fall outside a line's range):"]
     out += [lead_sentence(v, lead) for lead in v.leads] or ["- fewer than two strategies reach any budget."]
-    out += ["", f"Speed-up at {v.reference} quality (paired non-inferiority test):"]
+    out += ["", f"Speed-up at {v.reference} quality (paired non-inferiority test: one-sided at the margin):"]
     out += [speedup_sentence(v, row) for row in v.speedup] or [f"- no {v.reference} run."]
     if v.ablations:
         out += ["", "Ablations (each idea against the same rule without it):"]
@@ -206,7 +322,8 @@ def ablations_markdown(verdicts):
     out = []
     for v in verdicts:
         if v.ablations:
-            out += [f"{v.task} ({v.n_inputs} inputs, {v.headline}):"]
+            out += [f"{v.task} ({v.n_inputs} inputs, {v.headline}; Holm over the {v.family} p-values of "
+                    f"claims_{v.task}.md):"]
             for idea, pairs, at_budgets in v.ablations:
                 out += ablation_sentences(v, idea, pairs, at_budgets, same_parameters=False)
             out.append("")

@@ -10,29 +10,34 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.multiplicity import ALPHA
 from bench.paired import (
     N_BOOT,
     STATISTICS,
+    BootstrapTest,
     PerInput,
     better_sign,
     chunked,
-    paired_difference,
+    difference_test,
     per_input,
     replicate_indices,
 )
+from bench.report.cost import Cost, pooled_cost, run_cost
+from bench.report.interpolation import interpolate
 from bench.report.sweeps import metric_of
 from bench.results import run_records
-from bench.stats import percentile_interval
 
 AREA_POINTS = 25  # log-spaced budgets the frontier area averages over
+MAX_OUTSIDE = 0.05  # a lead whose budget lies outside a resampled line's range in more replicates is not shown
 
 
 @dataclass
 class ScoredRun:
-    """A result with its headline and passes recomputable per input."""
+    """A result with its headline and passes recomputable per input, and its Cost."""
     summary: dict
     quality: PerInput
     passes: PerInput
+    cost: Cost | None = None
     label: str = field(init=False)
 
     def __post_init__(self):
@@ -57,7 +62,8 @@ def load_runs(results, root):
         passes = per_input({"name": "passes", "higher_is_better": False,
                             "per_input": {"statistic": "mean", "fields": ["passes"]}}, records)
         if quality is not None:
-            runs.append((tuple(r["index"] for r in records), ScoredRun(result, quality, passes)))
+            cost = run_cost([r["passes"] for r in records], result["config"].get("batch_size"))
+            runs.append((tuple(r["index"] for r in records), ScoredRun(result, quality, passes, cost)))
     if not runs:
         return [], len(results)
     keys = [key for key, _ in runs]
@@ -90,7 +96,9 @@ def pool_seeds(group):
         return PerInput(parts[0].name, parts[0].statistic, columns, parts[0].higher_is_better, parts[0].extra)
     seeds = sorted(r.summary["config"]["seed"] for r in group)
     summary = dict(group[0].summary, pooled_seeds=seeds)
-    return ScoredRun(summary, combine([r.quality for r in group]), combine([r.passes for r in group]))
+    costs = [r.cost for r in group if r.cost is not None]
+    return ScoredRun(summary, combine([r.quality for r in group]), combine([r.passes for r in group]),
+                     pooled_cost(costs) if len(costs) == len(group) else None)
 
 
 def params(run):
@@ -115,17 +123,6 @@ def select_line(runs, strategy, where=None):
     return sorted([r for r in runs if matches(r)], key=lambda r: r.passes())
 
 
-def interpolate(passes, quality, budget):
-    """Quality at ``budget`` on the line through (passes, quality) points, linear in log passes;
-    NaN outside the points' range. Works on [R, m] replicate arrays (returns [R]) or [m] points."""
-    passes, quality = np.atleast_2d(passes), np.atleast_2d(quality)
-    order = np.argsort(passes, axis=1)
-    x = np.log(np.take_along_axis(passes, order, 1))
-    y = np.take_along_axis(quality, order, 1)
-    values = np.array([np.interp(np.log(budget), xr, yr, left=np.nan, right=np.nan) for xr, yr in zip(x, y)])
-    return values if len(values) > 1 else values[0]
-
-
 @dataclass
 class Line:
     """One strategy's sweep with its point values and bootstrap replicates."""
@@ -136,10 +133,18 @@ class Line:
     boot_passes: np.ndarray   # [R, m]
     boot_quality: np.ndarray  # [R, m]
 
-    def at(self, budget):
-        """(point value, replicates [R]) of the quality at ``budget``."""
-        return (interpolate(self.passes, self.quality, budget),
-                interpolate(self.boot_passes, self.boot_quality, budget))
+    def at(self, budget, kind="linear"):
+        """(point value, replicates [R]) of the quality at ``budget`` (``interpolate``'s ``kind``)."""
+        return (interpolate(self.passes, self.quality, budget, kind),
+                interpolate(self.boot_passes, self.boot_quality, budget, kind))
+
+    def cost_at(self, budget):
+        """(90th percentile of passes, batched steps per batch) at ``budget``: the runs' Costs
+        interpolated like their quality (linear in log mean passes); NaN where a run has no Cost."""
+        if not self.runs or any(run.cost is None for run in self.runs):
+            return np.nan, np.nan
+        return tuple(float(interpolate(self.passes, np.array([getattr(run.cost, name) for run in self.runs]), budget))
+                     for name in ("p90", "steps_per_batch"))
 
     def area(self, low, high):
         """(point, replicates) of the mean quality over log-spaced budgets in [low, high]."""
@@ -155,30 +160,10 @@ def make_line(name, runs, idx):
                 boot_p, boot_q)
 
 
-def interval(replicates, level=0.95):
-    """(low, high) percentile interval of replicates, NaN replicates left out."""
-    kept = replicates[~np.isnan(replicates)]
-    return percentile_interval(kept, level) if len(kept) else (np.nan, np.nan)
-
-
-def centred(replicates, value, distance):
-    """The replicates intervals and p-values are read from: reflected about the point value
-    (2v - r: the basic bootstrap) for a plug-in distance (a statistic registered as one), whose
-    replicates are biased upwards; otherwise as they are (the percentile bootstrap)."""
-    return 2 * value - replicates if distance else replicates
-
-
 def is_distance(lines):
-    """Whether the lines' quality metric is a plug-in distance (its statistic registered as one)."""
+    """Whether the lines' quality metric is a plug-in distance (its statistic registered as one):
+    its bootstrap replicates are reflected about the estimate (``BootstrapTest.of``)."""
     return any(line.runs and line.runs[0].quality.distance for line in lines)
-
-
-def bootstrap_p(replicates):
-    """Two-sided bootstrap p-value that the difference is 0: 2 * min share of replicates on either side."""
-    kept = replicates[~np.isnan(replicates)]
-    if not len(kept):
-        return np.nan
-    return float(min(1.0, 2 * min((kept <= 0).mean(), (kept >= 0).mean())))
 
 
 @dataclass
@@ -186,41 +171,88 @@ class BudgetCell:
     value: float
     low: float
     high: float
-    best: bool = False      # best at this budget with its paired CI excluding the runner-up
+    outside: float = 0.0    # share of bootstrap replicates whose budget lies outside the line's range
+    best: bool = False      # best at this budget with its lead over the runner-up shown
+    p90: float = np.nan     # 90th percentile of passes over inputs at this budget (Line.cost_at)
+    steps_per_batch: float = np.nan   # batched steps of an average batch at this budget
+
+
+def budget_cell(value, replicates, distance, cost=(np.nan, np.nan)):
+    """The BudgetCell of a line's point value and replicates at one budget, with its (p90,
+    steps per batch) ``cost``."""
+    test = BootstrapTest.of(replicates, value, distance)
+    return BudgetCell(value, *test.interval(), test.dropped_share, False, *cost)
+
+
+def lead_test(a, b, budget, kind, distance):
+    """The BootstrapTest of line ``a`` minus line ``b`` at ``budget`` under ``kind`` interpolation."""
+    (va, ra), (vb, rb) = a.at(budget, kind), b.at(budget, kind)
+    return BootstrapTest.of(ra - rb, va - vb, distance)
 
 
 @dataclass
 class Lead:
-    """The best line at a budget against the runner-up: difference (best - runner-up), CI, p."""
+    """The best line at a budget against the runner-up: the difference (best - runner-up) under
+    linear interpolation (``test``) and under the monotone cubic (``pchip``). ``test["p"]`` is
+    the larger of the two p-values (1 where the two differences disagree in sign): the lead holds
+    under both interpolations or is not claimed. ``outside`` is the larger share of replicates
+    whose budget lies outside a resampled line's range (they are left out of both)."""
     budget: float
     best: str
     runner_up: str
-    diff: float
-    low: float
-    high: float
-    p: float
+    test: dict
+    pchip: dict
+    outside: float
+
+    @property
+    def diff(self):
+        return self.test["diff"]
 
     @property
     def shown(self):
-        return (self.low > 0) or (self.high < 0)
+        """Holm-adjusted p below ALPHA (``bench.report.claims`` adjusts the family) and few
+        replicates outside the lines' ranges."""
+        return self.test.get("p_holm", np.nan) < ALPHA and self.outside <= MAX_OUTSIDE
+
+
+def interpolated_difference(a, b, budget, distance):
+    """(test, pchip, outside) of line ``a`` minus line ``b`` at ``budget``: the linear
+    interpolation's difference dict, whose ``p`` is the larger of both interpolations' p-values
+    (1 where their differences disagree in sign; ``p_linear`` its own), the monotone cubic's
+    dict, and the larger share of replicates outside a line's range."""
+    linear, cubic = (lead_test(a, b, budget, kind, distance) for kind in ("linear", "pchip"))
+    test, pchip = linear.summary(), cubic.summary()
+    agree = np.sign(test["diff"]) == np.sign(pchip["diff"])
+    test.update(p_linear=test["p"], p=max(test["p"], pchip["p"]) if agree else 1.0)
+    return test, pchip, max(linear.dropped_share, cubic.dropped_share)
+
+
+def make_lead(budget, best, runner_up, distance):
+    """The Lead of line ``best`` over line ``runner_up`` at ``budget``."""
+    return Lead(budget, best.name, runner_up.name, *interpolated_difference(best, runner_up, budget, distance))
 
 
 def budget_table(lines, budgets, higher_is_better):
-    """({line: {budget: BudgetCell}}, [Lead per budget]) with the best marked where shown."""
+    """({line: {budget: BudgetCell}}, [Lead per budget]); the best is marked by ``mark_best`` once
+    the family's p-values are adjusted."""
     cells, leads, sign, distance = {}, [], better_sign(higher_is_better), is_distance(lines)
     for budget in budgets:
         values = {line.name: line.at(budget) for line in lines}
-        for name, (value, reps) in values.items():
-            cells.setdefault(name, {})[budget] = (BudgetCell(value, *interval(centred(reps, value, distance)))
-                                                  if not np.isnan(value) else None)
-        ranked = sorted([n for n, (v, _) in values.items() if not np.isnan(v)], key=lambda n: -sign * values[n][0])
+        for line in lines:
+            value, reps = values[line.name]
+            cells.setdefault(line.name, {})[budget] = (None if np.isnan(value) else
+                                                       budget_cell(value, reps, distance, line.cost_at(budget)))
+        ranked = sorted([line for line in lines if not np.isnan(values[line.name][0])],
+                        key=lambda line: -sign * values[line.name][0])
         if len(ranked) >= 2:
-            diff = values[ranked[0]][0] - values[ranked[1]][0]
-            diff_reps = centred(values[ranked[0]][1] - values[ranked[1]][1], diff, distance)
-            lead = Lead(budget, ranked[0], ranked[1], diff, *interval(diff_reps), bootstrap_p(diff_reps))
-            leads.append(lead)
-            cells[ranked[0]][budget].best = lead.shown and sign * lead.diff > 0
+            leads.append(make_lead(budget, ranked[0], ranked[1], distance))
     return cells, leads
+
+
+def mark_best(cells, leads, higher_is_better):
+    """Mark each budget's best line where its lead is shown."""
+    for lead in leads:
+        cells[lead.best][lead.budget].best = lead.shown and better_sign(higher_is_better) * lead.diff > 0
 
 
 def areas(lines, low, high):
@@ -228,18 +260,22 @@ def areas(lines, low, high):
     out, distance = {}, is_distance(lines)
     for line in lines:
         value, reps = line.area(low, high)
-        out[line.name] = None if np.isnan(value) else BudgetCell(value, *interval(centred(reps, value, distance)))
+        out[line.name] = None if np.isnan(value) else budget_cell(value, reps, distance)
     return out
 
 
 def non_inferiority(run, reference, tolerance):
-    """'yes' (non-inferior: the paired CI of run - reference stays within -tolerance, the
-    non-inferiority margin), 'no' (worse beyond it: the whole CI is), or 'not shown'; with the
-    paired difference dict."""
-    result = paired_difference(run.quality, reference.quality)
+    """'yes' (non-inferior: the one-sided test of run - reference against a difference at the
+    non-inferiority margin ``tolerance`` in the worse direction gives p below ALPHA), 'no' (worse
+    beyond it: the whole 95% CI is), or 'not shown'; with the paired difference dict, whose ``p``
+    is that one-sided p (``p_zero``: the two-sided p of a difference of 0)."""
+    test = difference_test(run.quality, reference.quality)
     sign = better_sign(run.quality.higher_is_better)
-    worst, best = sorted((sign * result["ci_low"], sign * result["ci_high"]))
-    verdict = "yes" if worst > -tolerance else ("no" if best < -tolerance else "not shown")
+    result = test.summary()
+    p = test.p_greater(-tolerance) if sign > 0 else test.p_less(tolerance)
+    result.update(p_zero=result["p"], p=p, test=result["test"] + ", one-sided at the margin")
+    best = max(sign * result["ci_low"], sign * result["ci_high"])
+    verdict = "yes" if p < ALPHA else ("no" if best < -tolerance else "not shown")
     return verdict, result
 
 
