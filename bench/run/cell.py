@@ -148,6 +148,9 @@ def decode_rows(run, rows):
     if strategy.aux_passes_metric:
         for record, aux in zip(records, result.aux_passes.tolist()):
             record[strategy.aux_passes_metric] = aux
+    if result.remasked is not None:   # a re-masking strategy: positions masked again per input
+        for record, count in zip(records, result.remasked.tolist()):
+            record["remasked"] = count
     if task.temperature > 0:  # sampled values: log q of each sample (an exact task's KL reads it)
         for record, log_q in zip(records, result.log_q.tolist()):
             record["log_q"] = round(log_q, 6)
