@@ -85,6 +85,16 @@ def split_selection(chosen, state, strategy, step):
     return chosen.reveal, remask
 
 
+def keep_memory(memory, updated, active, rows):
+    """Write a pass's per-input state (``updated``, tensors [A, ...] of the active rows) back into
+    ``memory`` (tensors [rows, ...]); a name first assigned at a pass (a shape known only from the
+    model's output) is made for every row, zeros where no value was given yet."""
+    for name, value in updated.items():
+        if name not in memory:
+            memory[name] = value.new_zeros((rows,) + tuple(value.shape[1:]))
+        memory[name][active] = value
+
+
 def check_budget(strategy, step, still_masked):
     """A strategy with a pass budget that leaves positions masked after it is an error, never a
     decode that loops on."""
@@ -238,8 +248,7 @@ def decode(model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=No
             state = StepState(step_tokens, step_masked, out, step, rows, start[active],
                               {name: value[active] for name, value in memory.items()})
             pick, remask = split_selection(strategy.select(state), state, strategy, step)
-            for name, value in state.memory.items():   # the strategy's updated per-input state
-                memory[name][active] = value
+            keep_memory(memory, state.memory, active, len(tokens))
             if "aux_passes" in vars(state):   # a strategy that spent passes (an oracle's probes) made it
                 aux[active] += state.aux_passes  # counted apart from decoding passes
             tokens[active], drawn_log_q = fill_values(state.tokens, state.out, pick, model.value_tokens,
