@@ -274,6 +274,12 @@ def at_omitted_default(strategy, f):
     return f.metadata.get("omit_default", False) and getattr(strategy, f.name) == f.default
 
 
+def strategy_params(strategy):
+    """{parameter: value} of a strategy as its run's identity records them: every field but one
+    added later at its default (``omit_default``), so runs made before it existed keep their identity."""
+    return {f.name: getattr(strategy, f.name) for f in fields(strategy) if not at_omitted_default(strategy, f)}
+
+
 def canonical(strategy):
     """The full spec with every parameter resolved: 'name:k=2,order=confidence'. A parameter left
     empty (a helper file meaning "the task's shipped one") is left out: the helper's identity is
