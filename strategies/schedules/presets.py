@@ -1,0 +1,27 @@
+"""The samplers of the field as preset specs (light: no model code; tasks/*/presets.py read it).
+
+``field_sweep`` gives a task's default-tier specs of this family: the vanilla sampler (random
+order, linear schedule) at a few step counts, LLaDA's confidence on the linear schedule, the
+Fast-dLLM factor rule at f in {0.7, 1.0, 1.5}, KLASS, PC-Sampler, DUS, and ReMDM, RCR and DPLM
+at one step budget each; ``field_quick`` one of them for the quick tier.
+"""
+from bench.settings import sweep
+
+
+def field_sweep(steps, *, dus_block, pc_lam=0.25, remask_steps=None, factors=(0.7, 1.0, 1.5), llada=True):
+    """Specs of this family for one task. ``steps``: the vanilla sampler's step counts (its first
+    also KLASS's and PC-Sampler's); ``remask_steps``: the re-masking samplers' budget (default:
+    the first of ``steps``); ``pc_lam``: PC-Sampler's positional decay (0 for Sudoku, as its
+    paper does)."""
+    first = steps[0]
+    remask = remask_steps or first
+    return (sweep("schedule", "steps", steps)
+            + ([f"schedule:score=confidence,steps={first}"] if llada else [])
+            + sweep("factor", "f", factors)
+            + [f"klass:steps={first}", f"pc_sampler:lam={pc_lam},steps={first}", f"dus:block={dus_block}"]
+            + [f"remdm:steps={remask}", f"rcr:steps={remask}", f"dplm:steps={remask}"])
+
+
+def field_quick(steps):
+    """The quick tier's one setting: the vanilla sampler."""
+    return [f"schedule:steps={steps}"]
