@@ -152,6 +152,13 @@ class Strategy:
         input's state follows it whatever its batch. Computed from each row alone."""
         return {}
 
+    def state_memory(self, state: "StepState") -> dict:
+        """``state.memory``; for a state made outside the decode loop (one ``select`` alone: a
+        benchmark, a test) the strategy's starting memory."""
+        if state.memory is None:
+            state.memory = self.start_memory(state.tokens, state.masked)
+        return state.memory
+
     def pass_budget(self) -> int | None:
         """The most passes an input may take (None: no bound but the loop's own, one revealed
         position a pass). A strategy that re-masks, or may reveal nothing at a pass, declares

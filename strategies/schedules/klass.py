@@ -54,6 +54,7 @@ class KLASS(Strategy):
         return (kl_rows(chain[:, 1:], chain[:, :-1]) < self.kappa).all(1)
 
     def select(self, state):
+        self.state_memory(state)
         probs = state.probs
         eligible = block_eligible(state.masked, self.block)
         ready = eligible & self.settled(state, probs) & (state.confidence > self.tau)

@@ -54,6 +54,7 @@ class PCSampler(Strategy):
         return torch.exp(-self.lam * offset.float()) * surprise
 
     def select(self, state):
+        self.state_memory(state)
         eligible = block_eligible(state.masked, self.block)
         inner, current = schedule_position(state, self.block)
         total, left = block_counts(state, self.block)

@@ -91,6 +91,7 @@ class ReMDM(Strategy):
         return old * weights * sigma_max
 
     def select(self, state):
+        self.state_memory(state)
         i, steps = state.step, self.steps
         alpha_t, alpha_s = i / steps, min(1.0, (i + 1) / steps)
         sigma_max = 1.0 if alpha_t == 0 else min(1.0, (1 - alpha_s) / alpha_t)
@@ -128,6 +129,7 @@ class RCR(Strategy):
         return start_schedule_memory(tokens) | start_confidence_memory(tokens)
 
     def select(self, state):
+        self.state_memory(state)
         inner, current = schedule_position(state, self.block)
         steps_here = block_steps(state, self.block, self.steps)
         total, _ = block_counts(state, self.block)
@@ -159,6 +161,7 @@ class DPLM(Strategy):
         return start_confidence_memory(tokens)
 
     def select(self, state):
+        self.state_memory(state)
         total = state.start_masked.sum(1)
         still = torch.floor(total.double() * (1 - (state.step + 1) / self.steps)).long()
         return keep_best(state, state.start_masked, (total - still).clamp_min(1))

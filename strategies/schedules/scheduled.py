@@ -78,6 +78,7 @@ class Scheduled(Strategy):
         return start_schedule_memory(tokens)
 
     def select(self, state):
+        self.state_memory(state)
         eligible = block_eligible(state.masked, self.block)                # [B, N]
         inner, current = schedule_position(state, self.block)
         steps_here = block_steps(state, self.block, self.steps)
