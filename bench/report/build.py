@@ -163,6 +163,12 @@ def default_docs(results_dir, out_dir):
     return SHIPPED_RESULTS.parent if pair == (SHIPPED_RESULTS, SHIPPED_REPORTS) else None
 
 
+def with_headline(group):
+    """The runs that have their task's headline: a run without it (a re-masking sampler on an exact
+    task, whose summed log q is not log q(x)) is in the tables, not in the headline's figures."""
+    return [r for r in group if any(m["name"] == r["headline"] for m in r["metrics"])]
+
+
 def report(results_dir, out_dir=None, docs_root=None):
     """Figures (both sizes) and tables per task from the result files under ``results_dir``,
     written to ``report_folder(results_dir, out_dir)``; then the report tables quoted in the .md
@@ -175,7 +181,8 @@ def report(results_dir, out_dir=None, docs_root=None):
     colours = strategy_colours(r["strategy"] for group, _, _ in groups.values() for r in group)
     out_dir.mkdir(parents=True, exist_ok=True)
     for task, (group, left_out, verdicts) in groups.items():
-        paths = draw_figures(group, task, out_dir, colours) + write_tables(group, task, out_dir, verdicts)
+        figures = draw_figures(with_headline(group), task, out_dir, colours)
+        paths = figures + write_tables(group, task, out_dir, verdicts)
         note = f" ({left_out} runs of other models/data/limits/seeds left out)" if left_out else ""
         print(f"{task}: {len(group)} runs{note} -> {', '.join(p.name for p in paths)} in {out_dir}")
     for path in write_ablations([verdicts for _, _, verdicts in groups.values()], out_dir):
