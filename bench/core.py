@@ -74,7 +74,7 @@ class StepState:
 
     @property
     def start_masked(self):
-        """[B, N] bool: the positions masked at the start (what a schedule counts, what may be re-masked)."""
+        """[B, N] bool: the positions masked at the start (what a step plan counts, what may be re-masked)."""
         return self.start if self.start is not None else self.masked
 
     def uniform(self, purpose: str) -> torch.Tensor:

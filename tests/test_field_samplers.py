@@ -21,7 +21,7 @@ load_plugins()
 FIELD = ["schedule:steps=8", "schedule:score=confidence,schedule=cosine,steps=6",
          "schedule:schedule=bernoulli,steps=10", "schedule:score=ltr,schedule=constant,k=3",
          "schedule:score=margin,steps=12,block=16", "topk:k=3,block=8", "eb:gamma=0.3,block=16",
-         "factor:f=1.5", "klass:steps=10", "pc_sampler:steps=10", "dus:block=8",
+         "factor_rule:f=1.5", "klass:steps=10", "pc_sampler:steps=10", "dus:block=8",
          "remdm:steps=10", "remdm:sigma=rescale,eta=0.5,steps=10", "remdm:sigma=conf,steps=10",
          "rcr:steps=10", "rcr:steps=12,block=16", "dplm:steps=10"]
 LOADED = {}
@@ -99,9 +99,9 @@ def probs_state(confidences):
 def test_the_factor_rule_takes_the_prefix_with_n_plus_1_times_error_within_f():
     state = probs_state([[0.9, 0.8, 0.75, 0.7, 0.5]])
     # (n+1)(1 - c(n)): 0.2, 0.6, 1.0, 1.5, 3.0
-    assert parse_strategy("factor:f=1.0").select(state).sum().item() == 3
-    assert parse_strategy("factor:f=0.5").select(state).sum().item() == 1
-    assert parse_strategy("factor:f=0.1").select(state).sum().item() == 1   # at least one
+    assert parse_strategy("factor_rule:f=1.0").select(state).sum().item() == 3
+    assert parse_strategy("factor_rule:f=0.5").select(state).sum().item() == 1
+    assert parse_strategy("factor_rule:f=0.1").select(state).sum().item() == 1   # at least one
 
 
 @dataclass

@@ -19,7 +19,7 @@ class Factor(Strategy):
     c(n) >= 1 - f / (n + 1), the reference's threshold list (its first entry -1: at least one
     position a pass). Default f = 1.0 (Fast-dLLM's; ParallelBench sweeps 0.7-1.9), no blocks
     (the reference's block length is for long text answers; ``block`` gives them)."""
-    name: ClassVar[str] = "factor"
+    name: ClassVar[str] = "factor_rule"
     f: float = 1.0
     block: int = block_field()
 

@@ -3,7 +3,7 @@
 ``field_sweep`` gives a task's default-tier specs of this family: the vanilla sampler (random
 order, linear schedule) at a few step counts, LLaDA's confidence on the linear schedule, the
 Fast-dLLM factor rule at f in {0.7, 1.0, 1.5}, KLASS, PC-Sampler, DUS, and ReMDM, RCR and DPLM
-at one step budget each; ``field_quick`` one of them for the quick tier.
+at one step budget each; ``field_quick`` each strategy once for the quick tier.
 """
 from bench.settings import sweep
 
@@ -17,11 +17,14 @@ def field_sweep(steps, *, dus_block, pc_lam=0.25, remask_steps=None, factors=(0.
     remask = remask_steps or first
     return (sweep("schedule", "steps", steps)
             + ([f"schedule:score=confidence,steps={first}"] if llada else [])
-            + sweep("factor", "f", factors)
+            + sweep("factor_rule", "f", factors)
             + [f"klass:steps={first}", f"pc_sampler:lam={pc_lam},steps={first}", f"dus:block={dus_block}"]
             + [f"remdm:steps={remask}", f"rcr:steps={remask}", f"dplm:steps={remask}"])
 
 
-def field_quick(steps):
-    """The quick tier's one setting: the vanilla sampler."""
-    return [f"schedule:steps={steps}"]
+def field_quick(steps, *, dus_block, pc_lam=0.25):
+    """The quick tier's settings: each strategy of the family once (the vanilla sampler, the factor
+    rule at f 1, the others at ``steps``)."""
+    return [f"schedule:steps={steps}", "factor_rule:f=1", f"klass:steps={steps}",
+            f"pc_sampler:lam={pc_lam},steps={steps}", f"dus:block={dus_block}", f"remdm:steps={steps}",
+            f"rcr:steps={steps}", f"dplm:steps={steps}"]

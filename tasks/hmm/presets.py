@@ -15,11 +15,11 @@ SWEEP = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin", "k
          + field_sweep((8, 16), dus_block=8, remask_steps=16, factors=(1.0, 1.5))
          + ["schedule:schedule=bernoulli,steps=16"])
 # the exact chain's runs cost seconds: hmm runs the family's wider sweep
-FIELD_EXACT = ["schedule:steps=32", "factor:f=0.7", "schedule:score=ltr,schedule=constant,k=1"]
+FIELD_EXACT = ["schedule:steps=32", "factor_rule:f=0.7", "schedule:score=ltr,schedule=constant,k=1"]
 EXACT = SWEEP + sweep("mi_oracle", "gamma", (2, 4, 8)) + FIELD_EXACT
 QUICK = (["sequential", "topk:k=8", "margin:k=8", "eb:gamma=2", "threshold:tau=0.7"]
          + sweep("mi", "gamma", (2,)) + sweep("mi", "gamma", (2,), ",lam=0") + ["mi_eb:gamma=2"]
-         + learned_sweep((16,), modes=("sample",)) + field_quick(16))
+         + learned_sweep((16,), modes=("sample",)) + field_quick(16, dus_block=8))
 # KL in nats per sequence; sequential is exact (KL 0) on the chain
 VERDICTS = Verdicts(budgets=(8, 16, 24, 32), margin=0.1, reference="sequential")
 LEARNED = ("learned_sample", "learned_threshold")

@@ -32,7 +32,7 @@ QUICK = (["sequential", "topk:k=4", "margin:k=4", "eb:gamma=3", "threshold:tau=0
          + learned_sweep((10,), modes=("sample",)))
 PAPER += FIELD
 DEFAULT += DEFAULT_FIELD
-QUICK += field_quick(12)
+QUICK += field_quick(12, dus_block=16)
 CI = ["sequential", "topk:k=4", "eb:gamma=1", "threshold:tau=0.7"]
 
 register_task_settings(

@@ -21,7 +21,7 @@ PAPER = (["sequential"] + sweep("topk", "k", (2, 3, 5, 7, 10)) + sweep("margin",
 # The field's samplers (strategies/schedules): PC-Sampler without its positional decay (its paper's
 # Sudoku setting), DUS in blocks of three rows, the re-masking samplers at 8 passes.
 FIELD = field_sweep((8,), dus_block=27, pc_lam=0, factors=(1.0, 1.5))
-PAPER += FIELD + sweep("schedule", "steps", (16, 24)) + ["factor:f=0.7", "schedule:schedule=bernoulli,steps=16",
+PAPER += FIELD + sweep("schedule", "steps", (16, 24)) + ["factor_rule:f=0.7", "schedule:schedule=bernoulli,steps=16",
                                                      "schedule:score=confidence,schedule=cosine,steps=8"]
 # The default leaves out of the paper grid the exact-MI oracle (11 of the 26 minutes the paper
 # grid's seed 0 is planned at on a quiet machine: it probes the model about as many passes again
@@ -36,7 +36,7 @@ DEFAULT = (["sequential"] + sweep("topk", "k", (2, 3, 5, 7, 10)) + sweep("margin
            + sweep("mi_eb", "gamma", DEFAULT_EB) + learned_sweep((5, 10, 15)) + FIELD)
 QUICK = (["sequential", "topk:k=5", "margin:k=5", "eb:gamma=0.3", "threshold:tau=0.9"]
          + sweep("mi", "gamma", (0.3,)) + sweep("mi", "gamma", (0.3,), ",lam=0") + ["mi_eb:gamma=0.3"]
-         + learned_sweep((10,), modes=("sample",)) + field_quick(8))
+         + learned_sweep((10,), modes=("sample",)) + field_quick(8, dus_block=27, pc_lam=0))
 CI = ["sequential", "topk:k=3", "eb:gamma=0.3", "threshold:tau=0.9"]
 
 register_task_settings(
