@@ -65,8 +65,17 @@ class StepState:
     tokens: torch.Tensor   # [B, N] long
     masked: torch.Tensor   # [B, N] bool, True where still masked
     out: ModelOutput
-    step: int              # pass number, 0-based
+    step: int              # pass number, 0-based (every active row has had exactly this many passes)
     streams: Streams | None = None   # the rows' random streams (the loop's; None: seed 0, inputs 0..B-1)
+    start: torch.Tensor | None = None   # [B, N] bool: masked when the input started (None: ``masked``);
+    #                                     the only positions a re-masking strategy may mask again
+    memory: dict | None = None   # the strategy's per-input state of these rows (Strategy.start_memory):
+    #                              tensors with a leading [B]; assign updated ones, the loop keeps them
+
+    @property
+    def start_masked(self):
+        """[B, N] bool: the positions masked at the start (what a step plan counts, what may be re-masked)."""
+        return self.start if self.start is not None else self.masked
 
     def uniform(self, purpose: str) -> torch.Tensor:
         """[B, N] float64 uniforms in [0, 1) for this pass and ``purpose`` (a string naming what
@@ -106,10 +115,20 @@ class StepState:
         return top2[..., 0] - top2[..., 1]
 
 
+@dataclass
+class Selection:
+    """What a re-masking strategy's ``select`` returns: positions to reveal (a subset of the
+    masked ones, possibly empty) and decoded positions to mask again (a subset of those masked at
+    the start and revealed since: never a given position)."""
+    reveal: torch.Tensor   # [B, N] bool
+    remask: torch.Tensor   # [B, N] bool
+
+
 class Strategy:
     """Chooses which masked positions to reveal at a pass. Subclasses are dataclasses whose
     fields are the strategy's parameters (``name:k=7`` sets ``k``)."""
     name: ClassVar[str]
+    remasks: ClassVar[bool] = False   # whether ``select`` may return a Selection that masks positions again
     requires: ClassVar[tuple] = ()   # TaskProtocols a task must implement for this strategy
     aux_passes_metric: ClassVar[str | None] = None   # record field of passes besides decoding (an oracle's probing)
     needs: ClassVar[tuple] = ()   # what it reads of the model's output besides logits: ("hidden",) for hidden states
@@ -126,9 +145,30 @@ class Strategy:
         """Identities of trained helper files; they join the run's identity."""
         return {}
 
-    def select(self, state: StepState) -> torch.Tensor:
+    def start_memory(self, tokens: torch.Tensor, masked: torch.Tensor) -> dict:
+        """The strategy's state per input at the start of a decode: name -> tensor with a leading
+        [B] (one row per input of ``tokens`` [B, N]). The loop hands each pass the active rows'
+        part as ``StepState.memory`` and keeps what the strategy assigns there, row by row: an
+        input's state follows it whatever its batch. Computed from each row alone."""
+        return {}
+
+    def state_memory(self, state: "StepState") -> dict:
+        """``state.memory``; for a state made outside the decode loop (one ``select`` alone: a
+        benchmark, a test) the strategy's starting memory."""
+        if state.memory is None:
+            state.memory = self.start_memory(state.tokens, state.masked)
+        return state.memory
+
+    def pass_budget(self) -> int | None:
+        """The most passes an input may take (None: no bound but the loop's own, one revealed
+        position a pass). A strategy that re-masks, or may reveal nothing at a pass, declares
+        one; the loop stops with an error when an input is still masked after it."""
+        return None
+
+    def select(self, state: StepState) -> "torch.Tensor | Selection":
         """bool [B, N]: a subset of ``state.masked`` with at least one position per row that
-        still has a masked position."""
+        still has a masked position. A strategy with a pass budget may reveal nothing at a pass;
+        one that ``remasks`` may return a Selection."""
         raise NotImplementedError
 
 

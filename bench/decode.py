@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 from tqdm import tqdm
 
-from bench.core import StepState, all_finite
+from bench.core import Selection, StepState, all_finite
 from bench.errors import BenchError
 from bench.streams import Streams, categorical
 
@@ -20,6 +20,7 @@ class DecodeResult:
     aux_passes: torch.Tensor  # [B] passes the strategy spent besides decoding (an oracle's probing)
     log_q: torch.Tensor   # [B] float64: log-probability of the revealed values under the sampling
     #                       distribution at the pass that revealed them, summed (0 for argmax values)
+    remasked: torch.Tensor | None = None   # [B] positions masked again (a re-masking strategy's; else None)
 
 
 def fill_values(tokens, out, pick, value_tokens, *, temperature=0.0, streams=None, step=0):
@@ -44,15 +45,63 @@ def fill_values(tokens, out, pick, value_tokens, *, temperature=0.0, streams=Non
     return filled, log_q
 
 
-def check_pick(pick, masked, strategy_name, step):
-    """A strategy must reveal a non-empty subset of the masked positions in every row."""
-    if pick.shape != masked.shape or pick.dtype != torch.bool:
-        raise BenchError(f"strategy {strategy_name} returned {tuple(pick.shape)} {pick.dtype}, "
+def check_pick(pick, masked, strategy_name, step, may_skip=False):
+    """A strategy must reveal a non-empty subset of the masked positions in every row (one with a
+    pass budget, ``may_skip``, may reveal nothing: its budget bounds the loop)."""
+    if not isinstance(pick, torch.Tensor) or pick.shape != masked.shape or pick.dtype != torch.bool:
+        raise BenchError(f"strategy {strategy_name} returned {shape_text(pick)} {getattr(pick, 'dtype', '')}, "
                          f"expected bool {tuple(masked.shape)}")
     if (pick & ~masked).any():
         raise BenchError(f"strategy {strategy_name} revealed an already unmasked position at pass {step}")
-    if not pick.any(1).all():
+    if not may_skip and not pick.any(1).all():
         raise BenchError(f"strategy {strategy_name} revealed nothing for an active row at pass {step}")
+
+
+def budget_of(strategy):
+    """The strategy's pass budget (bench.core.Strategy.pass_budget); None for an object that only
+    has ``select`` (the loop's contract is ``select``; the rest has defaults)."""
+    return strategy.pass_budget() if hasattr(strategy, "pass_budget") else None
+
+
+def split_selection(chosen, state, strategy, step):
+    """(reveal, remask or None) of what ``select`` returned, checked: a Selection only from a
+    strategy that declares ``remasks`` and a pass budget, its re-masked positions decoded ones
+    that were masked at the start (never a given, never an input's starting token)."""
+    budget = budget_of(strategy)
+    if not isinstance(chosen, Selection):
+        check_pick(chosen, state.masked, strategy.name, step, may_skip=budget is not None)
+        return chosen, None
+    if not getattr(strategy, "remasks", False) or budget is None:
+        raise BenchError(f"strategy {strategy.name} returned a Selection but does not declare remasks = True "
+                         f"and a pass budget")
+    check_pick(chosen.reveal, state.masked, strategy.name, step, may_skip=True)
+    remask = chosen.remask
+    if not isinstance(remask, torch.Tensor) or remask.shape != state.masked.shape or remask.dtype != torch.bool:
+        raise BenchError(f"strategy {strategy.name} returned a remask of {shape_text(remask)}, "
+                         f"expected bool {tuple(state.masked.shape)}")
+    if (remask & (state.masked | ~state.start_masked)).any():
+        raise BenchError(f"strategy {strategy.name} re-masked a position that is masked, given or a starting "
+                         f"token at pass {step}; only positions revealed since the start may be masked again")
+    return chosen.reveal, remask
+
+
+def keep_memory(memory, updated, active, rows):
+    """Write a pass's per-input state (``updated``, tensors [A, ...] of the active rows) back into
+    ``memory`` (tensors [rows, ...]); a name first assigned at a pass (a shape known only from the
+    model's output) is made for every row, zeros where no value was given yet."""
+    for name, value in updated.items():
+        if name not in memory:
+            memory[name] = value.new_zeros((rows,) + tuple(value.shape[1:]))
+        memory[name][active] = value
+
+
+def check_budget(strategy, step, still_masked):
+    """A strategy with a pass budget that leaves positions masked after it is an error, never a
+    decode that loops on."""
+    budget = budget_of(strategy)
+    if budget is not None and step + 1 >= budget and still_masked.any():
+        raise BenchError(f"strategy {strategy.name} left {int(still_masked.any(1).sum())} inputs with masked "
+                         f"positions after its budget of {budget} passes")
 
 
 def shape_text(value):
@@ -171,32 +220,47 @@ def decode(model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=No
     exact task compares it with the true log p(x)). The model is called on copies and checked at
     every pass (``forward``): a misbehaving model is a BenchError, never a scored decode.
     ``first_pass``: a FirstPasses of this model, which gives pass 0's output when it has it.
+
+    A strategy's per-input state (``Strategy.start_memory``) is kept here per row of this call and
+    handed to each pass for its active rows, so it follows an input as others leave the batch.
+    A re-masking strategy (``remasks``) may return a Selection: the positions it masks again go
+    back to the input's starting token and are counted in ``remasked``; its ``pass_budget``
+    bounds the passes (an input still masked after it is an error). One forward pass a pass, always.
     """
+    start_tokens, start = tokens.clone(), masked.clone()
     tokens, masked = tokens.clone(), masked.clone()
     streams = Streams(seed, index if index is not None else torch.arange(tokens.shape[0]))
     passes = torch.zeros(tokens.shape[0], dtype=torch.long)
     aux = torch.zeros_like(passes)
     log_q = torch.zeros(tokens.shape[0], dtype=torch.float64)
-    start, step = time.perf_counter(), 0
+    remasked = torch.zeros_like(passes) if getattr(strategy, "remasks", False) else None
+    memory = strategy.start_memory(tokens, masked) if hasattr(strategy, "start_memory") else {}
+    start_time, step = time.perf_counter(), 0
     with pass_bar(masked) as bar:
         while True:
             active = masked.any(1).nonzero().squeeze(1)  # [A]
             if active.numel() == 0:
-                return DecodeResult(tokens, passes, time.perf_counter() - start, aux, log_q)
+                return DecodeResult(tokens, passes, time.perf_counter() - start_time, aux, log_q, remasked)
             rows = streams.take(active)
             step_tokens, step_masked = tokens[active], masked[active]
             out = (first_pass(step_tokens, step_masked) if step == 0 and first_pass is not None
                    else forward(model, step_tokens, step_masked, step))
-            state = StepState(step_tokens, step_masked, out, step, rows)
-            pick = strategy.select(state)
-            check_pick(pick, state.masked, strategy.name, step)
+            state = StepState(step_tokens, step_masked, out, step, rows, start[active],
+                              {name: value[active] for name, value in memory.items()})
+            pick, remask = split_selection(strategy.select(state), state, strategy, step)
+            keep_memory(memory, state.memory, active, len(tokens))
             if "aux_passes" in vars(state):   # a strategy that spent passes (an oracle's probes) made it
                 aux[active] += state.aux_passes  # counted apart from decoding passes
             tokens[active], drawn_log_q = fill_values(state.tokens, state.out, pick, model.value_tokens,
                                                       temperature=temperature, streams=rows, step=step)
             log_q[active] += drawn_log_q
             still_masked = state.masked & ~pick
+            if remask is not None:   # back to the input's starting token, masked again
+                tokens[active] = torch.where(remask, start_tokens[active], tokens[active])
+                still_masked |= remask
+                remasked[active] += remask.sum(1)
             masked[active] = still_masked
             passes[active] += 1
             show_pass(bar, step, pick, still_masked)
+            check_budget(strategy, step, still_masked)
             step += 1

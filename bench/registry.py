@@ -267,10 +267,23 @@ def parse_strategy(spec):
         raise BenchError(f"{cls.name}: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from None
 
 
+def at_omitted_default(strategy, f):
+    """Whether field ``f`` is a parameter added to a strategy after runs of it were committed
+    (metadata ``omit_default``), at its default: left out of the name, so those runs keep their
+    identity."""
+    return f.metadata.get("omit_default", False) and getattr(strategy, f.name) == f.default
+
+
+def strategy_params(strategy):
+    """{parameter: value} of a strategy as its run's identity records them: every field but one
+    added later at its default (``omit_default``), so runs made before it existed keep their identity."""
+    return {f.name: getattr(strategy, f.name) for f in fields(strategy) if not at_omitted_default(strategy, f)}
+
+
 def canonical(strategy):
     """The full spec with every parameter resolved: 'name:k=2,order=confidence'. A parameter left
     empty (a helper file meaning "the task's shipped one") is left out: the helper's identity is
-    recorded apart, so the name stays short."""
+    recorded apart, so the name stays short; so is one added later at its default (``omit_default``)."""
     params = ",".join(f"{f.name}={getattr(strategy, f.name)}" for f in fields(strategy)
-                      if getattr(strategy, f.name) != "")
+                      if getattr(strategy, f.name) != "" and not at_omitted_default(strategy, f))
     return f"{strategy.name}:{params}" if params else strategy.name

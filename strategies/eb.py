@@ -10,7 +10,15 @@ from typing import ClassVar
 
 from bench.core import Strategy
 from bench.registry import register_strategy
-from strategies.ordering import check_order, order_field, order_score, rank_masked
+from strategies.ordering import (
+    block_eligible,
+    block_field,
+    check_block,
+    check_order,
+    order_field,
+    order_score,
+    rank_masked,
+)
 
 
 @register_strategy
@@ -20,18 +28,21 @@ class EBSampler(Strategy):
     name: ClassVar[str] = "eb"
     gamma: float = 0.1
     order: str = order_field("entropy")
+    block: int = block_field()
 
     def __post_init__(self):
         if not self.gamma >= 0:
             raise ValueError(f"gamma must be >= 0, got {self.gamma}")
         check_order(self.order)
+        check_block(self.block)
 
     def select(self, state):
-        order, ranks = rank_masked(order_score(state, self.order), state.masked)  # [B, N]
+        eligible = block_eligible(state.masked, self.block)             # [B, N]
+        order, ranks = rank_masked(order_score(state, self.order), eligible)
         entropy = state.entropy.gather(1, order)                       # [B, N] in reveal order
-        in_order_masked = state.masked.gather(1, order)
+        in_order_masked = eligible.gather(1, order)
         entropy = entropy.masked_fill(~in_order_masked, 0.0)
         spent = entropy.cumsum(1) - entropy.cummax(1).values           # bound of each prefix
         fits = (spent <= self.gamma) & in_order_masked                 # monotone in the prefix
         count = fits.sum(1, keepdim=True).clamp_min(1)                 # [B, 1]
-        return state.masked & (ranks < count)
+        return eligible & (ranks < count)

@@ -40,3 +40,30 @@ def top_k_mask(score, masked, k):
     """
     _, ranks = rank_masked(score, masked)
     return masked & (ranks < k)
+
+
+def block_field():
+    """A dataclass field for a block length: 0 (the default, left out of the run's name so that
+    runs made before blocks existed keep their identity) ranks every masked position; B > 0 only
+    those of the current block, the B-long block of the leftmost masked position (semi-
+    autoregressive decoding, LLaDA's ``block_length``)."""
+    return field(default=0, metadata={"omit_default": True})
+
+
+def check_block(block):
+    if block < 0:
+        raise ValueError(f"block must be >= 0 (0: no blocks), got {block}")
+
+
+def block_positions(masked, block):
+    """[B, N] bool: the positions of each row's current block (every position for block 0)."""
+    if block == 0:
+        return torch.ones_like(masked)
+    first = torch.where(masked.any(1), masked.float().argmax(1), 0)        # leftmost masked position
+    blocks = torch.arange(masked.shape[1]) // block
+    return blocks.unsqueeze(0) == (first // block).unsqueeze(1)
+
+
+def block_eligible(masked, block):
+    """[B, N] bool: the masked positions a rule may reveal at this pass (those of the current block)."""
+    return masked if block == 0 else masked & block_positions(masked, block)

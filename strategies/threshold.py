@@ -4,7 +4,7 @@ from typing import ClassVar
 
 from bench.core import Strategy
 from bench.registry import register_strategy
-from strategies.ordering import top_k_mask
+from strategies.ordering import block_eligible, block_field, check_block, top_k_mask
 
 
 @register_strategy
@@ -13,12 +13,15 @@ class Threshold(Strategy):
     """Reveal every masked position whose top probability is >= tau; at least the most confident."""
     name: ClassVar[str] = "threshold"
     tau: float = 0.9
+    block: int = block_field()
 
     def __post_init__(self):
         if not 0 < self.tau <= 1:
             raise ValueError(f"tau must be in (0, 1], got {self.tau}")
+        check_block(self.block)
 
     def select(self, state):
-        confident = state.masked & (state.confidence >= self.tau)           # [B, N]
-        best = top_k_mask(state.confidence, state.masked, 1)                # [B, N]
+        eligible = block_eligible(state.masked, self.block)                 # [B, N]
+        confident = eligible & (state.confidence >= self.tau)
+        best = top_k_mask(state.confidence, eligible, 1)
         return confident | best

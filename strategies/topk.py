@@ -4,7 +4,15 @@ from typing import ClassVar
 
 from bench.core import Strategy
 from bench.registry import register_strategy
-from strategies.ordering import check_order, order_field, order_score, top_k_mask
+from strategies.ordering import (
+    block_eligible,
+    block_field,
+    check_block,
+    check_order,
+    order_field,
+    order_score,
+    top_k_mask,
+)
 
 
 @register_strategy
@@ -17,11 +25,13 @@ class TopK(Strategy):
     name: ClassVar[str] = "topk"
     k: int = 2
     order: str = order_field()
+    block: int = block_field()
 
     def __post_init__(self):
         if self.k < 1:
             raise ValueError(f"k must be at least 1, got {self.k}")
         check_order(self.order)
+        check_block(self.block)
 
     def select(self, state):
-        return top_k_mask(order_score(state, self.order), state.masked, self.k)  # [B, N]
+        return top_k_mask(order_score(state, self.order), block_eligible(state.masked, self.block), self.k)

@@ -306,9 +306,9 @@ def families_caption(task, panel, refs):
 
 def extra_figures(results):
     """Metrics besides the headline that the task asked to plot (recorded in its result files),
-    where every result of the group has them."""
+    where some result of the group has them (a run without one is left out of its figure)."""
     wanted = dict.fromkeys(m for r in results for m in r.get("extra_figures", ()))
-    return [m for m in wanted if all(any(x["name"] == m for x in r["metrics"]) for r in results)]
+    return [m for m in wanted if any(metric_of(r, m) is not None for r in results)]
 
 
 def draw_figures(group, task, out_dir, styles=None):
@@ -316,11 +316,12 @@ def draw_figures(group, task, out_dir, styles=None):
     small multiples; ``styles``: family -> Style, shared by every task of one report."""
     styles = styles or family_styles(r["strategy"] for r in group)
     paths = []
-    for metric in [group[0]["headline"]] + extra_figures(group):
+    headline = group[0]["headline"]
+    for metric in [headline] + extra_figures(group):
         if not split_runs(group, task, metric).exact:
             continue
         paths += [p for layout in LAYOUTS for p in draw_summary(group, task, out_dir, layout, metric, styles)]
-    return paths + draw_families(group, task, out_dir, group[0]["headline"], styles)
+    return paths + draw_families(group, task, out_dir, headline, styles)
 
 
 __all__ = ["LAYOUTS", "ONE_COLUMN", "TWO_COLUMN", "draw_figures", "error_bars", "pareto_front", "save_figure"]

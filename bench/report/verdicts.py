@@ -57,8 +57,11 @@ def load_runs(results, root):
         path = index.get(result.get("records_file", ""))
         if path is None:
             continue
+        headline = metric_of(result, result["headline"])
+        if headline is None:   # a run without the task's headline (a re-masking sampler's exact-task KL)
+            continue
         records = run_records(result, path)
-        quality = per_input(metric_of(result, result["headline"]), records)
+        quality = per_input(headline, records)
         passes = per_input({"name": "passes", "higher_is_better": False,
                             "per_input": {"statistic": "mean", "fields": ["passes"]}}, records)
         if quality is not None:

@@ -13,7 +13,7 @@ import functools
 import re
 import shlex
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -23,7 +23,7 @@ from bench.core import Task
 from bench.decode import FirstPasses, decode
 from bench.device import Placement, model_placement
 from bench.provenance import provenance
-from bench.registry import canonical
+from bench.registry import canonical, strategy_params
 from bench.report.render import render_text
 from bench.results import (
     SCHEMA_VERSION,
@@ -113,7 +113,7 @@ def run_config(run):
     if getattr(task, "model_spec", None):   # --model package.module:factory
         options = {**options, "model": task.model_spec}
     config = {"task": task.name, "task_options": options, "strategy_spec": canonical(strategy),
-              "strategy_params": asdict(strategy), "seed": run.seed, "limit": run.limit,
+              "strategy_params": strategy_params(strategy), "seed": run.seed, "limit": run.limit,
               "batch_size": run.batch_size, "data_id": run.eval_set.data_id, "model_id": run.model.checkpoint_id,
               "temperature": task.temperature, **model_placement(run.model).config()}
     if strategy.helper_ids():  # trained helpers (an MI estimator) are part of the identity
@@ -148,6 +148,9 @@ def decode_rows(run, rows):
     if strategy.aux_passes_metric:
         for record, aux in zip(records, result.aux_passes.tolist()):
             record[strategy.aux_passes_metric] = aux
+    if result.remasked is not None:   # a re-masking strategy: positions masked again per input
+        for record, count in zip(records, result.remasked.tolist()):
+            record["remasked"] = count
     if task.temperature > 0:  # sampled values: log q of each sample (an exact task's KL reads it)
         for record, log_q in zip(records, result.log_q.tolist()):
             record["log_q"] = round(log_q, 6)

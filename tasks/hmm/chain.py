@@ -195,3 +195,32 @@ def pair_mi(hmm, values, revealed):
     mi[rows, positions] = mi_rows(hmm, values, revealed, rows, positions)
     return mi
 
+
+
+def state_marginals(hmm):
+    """[N, K] p(h_t): the hidden state's distribution at each position."""
+    marginals = [hmm.init]
+    for _ in range(1, hmm.length):
+        marginals.append(marginals[-1] @ hmm.trans)
+    return torch.stack(marginals)
+
+
+def value_marginals(hmm):
+    """[N, V] p(x_t): each position's value distribution."""
+    return state_marginals(hmm) @ hmm.emit
+
+
+def pair_marginals(hmm):
+    """[V, V] p(x_t = a, x_t+1 = b) averaged over the N - 1 adjacent pairs (the bigram law
+    that counts of a sample's adjacent values estimate)."""
+    states = state_marginals(hmm)[:-1]                                     # [N-1, K]
+    joint = states[:, :, None] * hmm.trans                                 # [N-1, K, K] p(h_t, h_t+1)
+    return torch.einsum("ka,nkl,lb->ab", hmm.emit, joint, hmm.emit) / (hmm.length - 1)
+
+
+def entropy_estimate(hmm, n=100_000, seed=0):
+    """(H(X) in nats, its Monte Carlo standard error): the mean of -log p(x) over ``n`` samples of
+    the chain drawn with ``seed`` (the entropy of an HMM's output has no closed form)."""
+    values, _ = sample(hmm, n, torch.Generator().manual_seed(seed))
+    nll = -log_likelihood(hmm, values)
+    return float(nll.mean()), float(nll.std() / n ** 0.5)

@@ -5,33 +5,41 @@ on 2 cores), so ``default`` runs the full sweep; ``paper`` adds the seeds (bench
 """
 from bench.settings import Verdicts, register_task_settings, sweep
 from strategies.learned.presets import learned_sweep
+from strategies.schedules.presets import field_quick, field_sweep
 
 GAMMAS = (1, 2, 4, 8)
 SWEEP = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin", "k", (2, 4, 8))
          + sweep("eb", "gamma", GAMMAS) + sweep("threshold", "tau", (0.9, 0.7, 0.5))
          + sweep("mi", "gamma", GAMMAS) + sweep("mi", "gamma", GAMMAS, ",lam=0")
-         + sweep("mi_eb", "gamma", GAMMAS) + learned_sweep((8, 16, 32)))
-EXACT = SWEEP + sweep("mi_oracle", "gamma", (2, 4, 8))
+         + sweep("mi_eb", "gamma", GAMMAS) + learned_sweep((8, 16, 32))
+         + field_sweep((8, 16), dus_block=8, remask_steps=16, factors=(1.0, 1.5))
+         + ["schedule:schedule=bernoulli,steps=16"])
+# the exact chain's runs cost seconds: hmm runs the family's wider sweep
+FIELD_EXACT = ["schedule:steps=32", "factor_rule:f=0.7", "schedule:score=ltr,schedule=constant,k=1"]
+EXACT = SWEEP + sweep("mi_oracle", "gamma", (2, 4, 8)) + FIELD_EXACT
 QUICK = (["sequential", "topk:k=8", "margin:k=8", "eb:gamma=2", "threshold:tau=0.7"]
          + sweep("mi", "gamma", (2,)) + sweep("mi", "gamma", (2,), ",lam=0") + ["mi_eb:gamma=2"]
-         + learned_sweep((16,), modes=("sample",)))
+         + learned_sweep((16,), modes=("sample",)) + field_quick(16, dus_block=8))
 # KL in nats per sequence; sequential is exact (KL 0) on the chain
 VERDICTS = Verdicts(budgets=(8, 16, 24, 32), margin=0.1, reference="sequential")
 # For an order drawn at random, log q sums the values' log-probabilities given the drawn order: its
 # mean minus log p bounds KL(q||p) from above (Jensen over the orders) and 0 bounds it below; the
 # share of samples over 1 nat is not estimated for such an order at all.
+FIGURE_REFERENCES = ("eb", "schedule:score=random")   # grey in every family's panel: EB and the vanilla sampler
 ORDER_BOUNDS = {"kl_nats": 0.0, "kl_bits_per_position": 0.0, "share_over_1nat": None}
 LEARNED = ("learned_sample", "learned_threshold")
 
 register_task_settings(
     "hmm", {"paper": EXACT, "default": EXACT, "quick": QUICK + ["mi_oracle:gamma=2"],
             "ci": ["sequential", "topk:k=8", "eb:gamma=2", "mi_oracle:gamma=2"]},
-    limits={"ci": 200}, verdicts=VERDICTS, figure_references=("eb",), order_bounds=ORDER_BOUNDS,
+    limits={"ci": 200}, verdicts=VERDICTS, figure_references=FIGURE_REFERENCES,
+    order_bounds=ORDER_BOUNDS,
     ablations=("mi_term_greedy", "mi_term_eb", "oracle_symmetric", "oracle_directed", "mi_vs_eb") + LEARNED)
 # The oracle probes the trained MDM (V = 8 passes per probed row: about 12 minutes for 1,000
 # sequences on 2 cores), so the hmm_mdm tiers leave it out; the chain's exact oracle is in `hmm`.
 register_task_settings(
     "hmm_mdm", {"paper": SWEEP, "default": SWEEP, "quick": QUICK,
                 "ci": ["sequential", "topk:k=8", "eb:gamma=2", "threshold:tau=0.7"]},
-    limits={"quick": 500, "ci": 200}, verdicts=VERDICTS, figure_references=("eb",), order_bounds=ORDER_BOUNDS,
+    limits={"quick": 500, "ci": 200}, verdicts=VERDICTS, figure_references=FIGURE_REFERENCES,
+    order_bounds=ORDER_BOUNDS,
     ablations=("mi_term_greedy", "mi_term_eb", "mi_vs_eb") + LEARNED)

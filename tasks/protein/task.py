@@ -144,6 +144,15 @@ class ProteinTask(Task):
                             hooks.build_windows),
                 "unirep": ("the UniRep judge's weights, and its check on natural sequences", hooks.build_unirep)}
 
+    def value_frequencies(self):
+        """[20] each residue's frequency in the shipped model's training split (PC-Sampler's
+        background, strategies/schedules): the members of the training clusters."""
+        from tasks.protein.split import make_split
+        counts = np.zeros(len(AMINO_ACIDS))
+        for _, sequence in make_split().train:
+            counts += np.array([sequence.count(a) for a in AMINO_ACIDS])
+        return (counts / counts.sum()).tolist()
+
     def mi_contexts(self, model, split, n, generator):
         from tasks.protein.mi_sources import contexts
         return contexts(model, split, n, generator)

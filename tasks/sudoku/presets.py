@@ -7,6 +7,7 @@ one setting on 200 puzzles; ``ci`` is the regression gate's.
 """
 from bench.settings import Verdicts, register_task_settings, sweep
 from strategies.learned.presets import learned_sweep
+from strategies.schedules.presets import field_quick, field_sweep
 
 EB_GAMMAS = (0.02, 0.05, 0.1, 0.3, 1, 2)
 MI_GAMMAS = (0.05, 0.1, 0.3, 0.6, 1, 1.5)
@@ -17,6 +18,11 @@ PAPER = (["sequential"] + sweep("topk", "k", (2, 3, 5, 7, 10)) + sweep("margin",
          + sweep("mi", "gamma", MI_GAMMAS) + sweep("mi", "gamma", MI_GAMMAS, ",lam=0")
          + sweep("mi_eb", "gamma", EB_GAMMAS) + ["mi_oracle:gamma=0.3,target=directed"]
          + learned_sweep((5, 10, 15)))
+# The field's samplers (strategies/schedules): PC-Sampler without its positional decay (its paper's
+# Sudoku setting), DUS in blocks of three rows, the re-masking samplers at 8 passes.
+FIELD = field_sweep((8,), dus_block=27, pc_lam=0, factors=(1.0, 1.5))
+PAPER += FIELD + sweep("schedule", "steps", (16, 24)) + ["factor_rule:f=0.7", "schedule:schedule=bernoulli,steps=16",
+                                                     "schedule:score=confidence,schedule=cosine,steps=8"]
 # The default leaves out of the paper grid the exact-MI oracle (11 of the 26 minutes the paper
 # grid's seed 0 is planned at on a quiet machine: it probes the model about as many passes again
 # as it decodes)
@@ -27,16 +33,16 @@ DEFAULT_MI = MI_GAMMAS[1:]
 DEFAULT = (["sequential"] + sweep("topk", "k", (2, 3, 5, 7, 10)) + sweep("margin", "k", (2, 5, 10))
            + sweep("eb", "gamma", DEFAULT_EB) + sweep("threshold", "tau", (0.99, 0.95, 0.9, 0.8, 0.7))
            + sweep("mi", "gamma", DEFAULT_MI) + sweep("mi", "gamma", DEFAULT_MI, ",lam=0")
-           + sweep("mi_eb", "gamma", DEFAULT_EB) + learned_sweep((5, 10, 15)))
+           + sweep("mi_eb", "gamma", DEFAULT_EB) + learned_sweep((5, 10, 15)) + FIELD)
 QUICK = (["sequential", "topk:k=5", "margin:k=5", "eb:gamma=0.3", "threshold:tau=0.9"]
          + sweep("mi", "gamma", (0.3,)) + sweep("mi", "gamma", (0.3,), ",lam=0") + ["mi_eb:gamma=0.3"]
-         + learned_sweep((10,), modes=("sample",)))
+         + learned_sweep((10,), modes=("sample",)) + field_quick(8, dus_block=27, pc_lam=0))
 CI = ["sequential", "topk:k=3", "eb:gamma=0.3", "threshold:tau=0.9"]
 
 register_task_settings(
     "sudoku", {"paper": PAPER, "default": DEFAULT, "quick": QUICK, "ci": CI},
     limits={"quick": 200, "ci": 100},
-    figure_references=("eb",),
+    figure_references=("eb", "schedule:score=random"),
     verdicts=Verdicts(budgets=(5, 6, 8, 12, 16, 24), margin=0.01, reference="sequential"),
     ablations=("mi_term_greedy", "mi_term_eb", "oracle_symmetric", "oracle_directed", "learned_sample",
                "learned_threshold"),

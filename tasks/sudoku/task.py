@@ -137,6 +137,11 @@ class SudokuTask(Task):
     def data_builders(self):
         return {"sudoku": ("the cached training set; with --test-set also the committed test CSV", hooks.build_data)}
 
+    def value_frequencies(self):
+        """[9] each digit's frequency in the training data (PC-Sampler's background,
+        strategies/schedules): a solved board holds every digit 9 times, so 1/9 each."""
+        return [1 / 9] * 9
+
     def mi_contexts(self, model, split, n, generator):
         from tasks.sudoku.mi_sources import contexts
         return contexts(model, split, n, generator)

@@ -1,0 +1,35 @@
+"""The samplers of the field as preset specs (light: no model code; tasks/*/presets.py read it).
+
+``field_sweep`` gives a task's default-tier specs of this family: the vanilla sampler (random
+order, linear schedule) at a few step counts, LLaDA's confidence on the linear schedule, the
+Fast-dLLM factor rule at f in {0.7, 1.0, 1.5}, KLASS, PC-Sampler, DUS, and ReMDM, RCR and DPLM
+at one step budget each; ``field_quick`` each strategy once for the quick tier.
+"""
+from bench.settings import register_drawn_order, sweep
+
+# which runs of this family draw their order at random (Strategy.samples), for the report's figures
+register_drawn_order("schedule", {"score": "random"})          # the vanilla sampler's random order
+register_drawn_order("schedule", {"schedule": "bernoulli"})    # MDLM's per-position draws
+register_drawn_order("remdm")                                   # re-masking drawn with probability sigma
+
+
+def field_sweep(steps, *, dus_block, pc_lam=0.25, remask_steps=None, factors=(0.7, 1.0, 1.5), llada=True):
+    """Specs of this family for one task. ``steps``: the vanilla sampler's step counts (its first
+    also KLASS's and PC-Sampler's); ``remask_steps``: the re-masking samplers' budget (default:
+    the first of ``steps``); ``pc_lam``: PC-Sampler's positional decay (0 for Sudoku, as its
+    paper does)."""
+    first = steps[0]
+    remask = remask_steps or first
+    return (sweep("schedule", "steps", steps)
+            + ([f"schedule:score=confidence,steps={first}"] if llada else [])
+            + sweep("factor_rule", "f", factors)
+            + [f"klass:steps={first}", f"pc_sampler:lam={pc_lam},steps={first}", f"dus:block={dus_block}"]
+            + [f"remdm:steps={remask}", f"rcr:steps={remask}", f"dplm:steps={remask}"])
+
+
+def field_quick(steps, *, dus_block, pc_lam=0.25):
+    """The quick tier's settings: each strategy of the family once (the vanilla sampler, the factor
+    rule at f 1, the others at ``steps``)."""
+    return [f"schedule:steps={steps}", "factor_rule:f=1", f"klass:steps={steps}",
+            f"pc_sampler:lam={pc_lam},steps={steps}", f"dus:block={dus_block}", f"remdm:steps={steps}",
+            f"rcr:steps={steps}", f"dplm:steps={steps}"]
