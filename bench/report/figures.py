@@ -169,10 +169,18 @@ def fit_ylabel(ax, text, font):
 
 
 def figure_legend(fig, handles, layout, where="lower"):
+    """A legend outside the axes with as many columns as fit: the estimate first, then fewer until
+    the drawn legend lies within the canvas."""
     labels = [h.get_label() for h in handles]
     font = max(7, layout.font - 1)
-    fig.legend(handles=handles, loc=f"outside {where} center", ncols=legend_columns(layout.width, font, labels),
-               fontsize=font, frameon=False, handlelength=2.2, columnspacing=1.0)
+    for columns in range(legend_columns(layout.width, font, labels), 0, -1):
+        legend = fig.legend(handles=handles, loc=f"outside {where} center", ncols=columns, fontsize=font,
+                            frameon=False, handlelength=2.2, columnspacing=1.0)
+        fig.draw_without_rendering()
+        box = legend.get_window_extent()
+        if columns == 1 or (box.x0 >= fig.bbox.x0 and box.x1 <= fig.bbox.x1):
+            return legend
+        legend.remove()
 
 
 def reference_handles(reference, grey, panel, font):
@@ -180,7 +188,7 @@ def reference_handles(reference, grey, panel, font):
     if reference is not None:
         handles.append(Line2D([], [], color=REFERENCE_COLOUR, marker="*", markersize=font, linestyle=":",
                               label=reference["strategy"]))
-    handles += [Line2D([], [], color=colour, linestyle=dash, label=f"{name} frontier")
+    handles += [Line2D([], [], color=colour, linestyle=dash, marker="o", markersize=2, label=f"{name} frontier")
                 for name, (colour, dash) in zip(grey, REFERENCE_LINES)]
     if panel.bounded:
         handles.append(Line2D([], [], color="0.4", linewidth=2.2, alpha=0.45,
@@ -232,7 +240,7 @@ def draw_family_panel(ax, family_runs, panel, refs, style, layout):
         if runs and entry.partition(":")[0] != family_runs[0]["strategy"]:
             front = family_front(runs, panel.metric)
             xs, ys = ([metric_of(r, metric)["value"] for r in front] for metric in ("passes", panel.metric))
-            ax.plot(xs, ys, color=colour, linestyle=dash, linewidth=1, zorder=1)
+            ax.plot(xs, ys, color=colour, linestyle=dash, linewidth=1, marker="o", markersize=2, zorder=1)
     if reference is not None:
         draw_reference_run(ax, reference, panel.metric, layout.font)
     lines = sweep_lines(family_runs)
