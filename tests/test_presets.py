@@ -25,19 +25,22 @@ def test_ci_is_small_and_paper_adds_seeds():
     assert all(p.seeds == (0,) and 3 <= len(p.specs) <= 4 for p in ci.values())
     paper = {p.task: p for p in plan("paper")}
     assert set(paper) >= {"sudoku", "protein", "hmm", "hmm_mdm"}
-    assert all(p.limit is None and p.specs == sweep_of(p.task, "paper") for p in paper.values())
+    assert all(p.limit == (48 if p.task == "antibody" else None) and p.specs == sweep_of(p.task, "paper")
+               for p in paper.values())
     assert all(p.seeds == (0, 1, 2) for p in paper.values())   # the runner keeps only seed 0 of runs that draw nothing
 
 
 def test_tiers_nest_quick_in_every_family_and_default_in_paper():
     """quick runs every strategy family a task's paper grid runs, at one setting, on fewer inputs;
-    default runs only paper specs, on the full data (its committed results are a subset of the paper's)."""
+    default runs only paper specs, on the paper's inputs (its committed results are a subset of the paper's):
+    the full data, but for a task whose model is too slow for it on 2 cores (antibody: 48 test domains)."""
     for name, declared in all_task_settings().items():
         paper, default, quick = (declared.specs[tier] for tier in ("paper", "default", "quick"))
         assert set(default) <= set(paper), name
         families = {spec.partition(":")[0] for spec in paper}
         assert families - {spec.partition(":")[0] for spec in quick} <= {"mi_oracle"}, name
-        assert declared.limits.get("default") is None and declared.limits.get("paper") is None
+        assert declared.limits.get("default") == declared.limits.get("paper"), name
+        assert declared.limits.get("paper") is None or name == "antibody", name
     assert list(PRESETS) == ["quick", "default", "paper", "ci"]
 
 
