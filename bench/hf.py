@@ -2,7 +2,7 @@
 
 The folder holds what ``transformers``' ``AutoModelForMaskedLM`` and ``AutoTokenizer`` load
 (``config.json``, the weights, the tokenizer's files; a vocabulary file elsewhere can be named
-with ``vocab``), so a BERT, ESM-2 or DPLM checkpoint on a user's disk runs like the shipped
+with ``vocab``), so a BERT or ESM-2 checkpoint on a user's disk runs like the shipped
 models. Nothing is downloaded: every load is ``local_files_only``.
 
 A task reads and writes its own token ids; the model reads its tokenizer's. The task says what
