@@ -4,7 +4,9 @@ A task's ``presets.py`` (bench.settings) gives its strategy specs and input limi
 a preset is a tier plus the seeds it runs. ``quick``: every strategy family at one setting on a
 few inputs (at most 10 minutes on 2 cores); ``default``: what the README's tables and claims are
 made from (at most 60 minutes on 2 cores from an empty folder); ``paper``: the full grids, with 3
-seeds for every run that draws random numbers; ``ci``: the regression gate's small runs.
+seeds for every run that draws random numbers; ``ci``: the regression gate's small runs;
+``validation``: the default specs on each task's validation split (its own inputs, seed and
+results folder), where `bench report` makes the choices its claims confirm on the test inputs.
 docs/running.md "Preset tiers" gives each one's planned and measured time.
 
 ``python -m bench run`` without ``--strategies`` runs the ``default`` tier for each chosen task;
@@ -16,7 +18,9 @@ from dataclasses import dataclass
 
 from bench.errors import BenchError
 from bench.registry import STRATEGIES, TASKS, closest, load_plugins, lookup, split_specs
-from bench.settings import all_task_settings, task_settings
+from bench.settings import SPLIT_TIER, all_task_settings, task_settings
+
+VALIDATION_OUT = "validation"   # where the validation preset writes unless --out says otherwise
 
 
 @dataclass(frozen=True)
@@ -29,11 +33,14 @@ class Preset:
         seeds: every seed the preset runs.
         any_task: with --tasks, a task that declares nothing for the tier runs every registered
             strategy (``sweep_of``); without, the preset runs only the tasks that declare it.
+        split: ``test`` (the task's own inputs) or ``validation`` (the inputs, seed and limit of
+            its declared Validation, and the default tier's specs).
     """
     name: str
     about: str
     seeds: tuple = (0,)
     any_task: bool = True
+    split: str = "test"
 
 
 PRESETS = {p.name: p for p in [
@@ -46,6 +53,8 @@ PRESETS = {p.name: p for p in [
     Preset("paper", "every strategy's full sweep on the full data; 3 seeds for every run that draws random numbers",
            seeds=(0, 1, 2)),
     Preset("ci", "small and deterministic: the CI regression gate (baseline in baselines/ci/)", any_task=False),
+    Preset("validation", f"the default specs on each task's validation split, into {VALIDATION_OUT}/: where "
+                         f"`bench report` chooses what its claims test", any_task=False, split="validation"),
 ]}
 
 
@@ -56,6 +65,7 @@ class TaskPlan:
     specs: list
     limit: int | None
     seeds: tuple
+    data: str | None = None   # the task's input file (None: its default)
 
 
 def get_preset(name):
@@ -80,6 +90,9 @@ def preset_tasks(preset):
     registered task for a tier with ``any_task``), the headline task first, then in the order
     their settings were declared."""
     settings = all_task_settings()
+    if preset.split == "validation":
+        return sorted((name for name, s in settings.items() if s.validation),
+                      key=lambda name: not settings[name].headline)
     declared = sorted((name for name, s in settings.items() if preset.name in s.specs),
                       key=lambda name: not settings[name].headline)
     if not preset.any_task:
@@ -118,6 +131,9 @@ def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None):
     for name in names:
         lookup("task", name, TASKS)
         settings = task_settings(name)
+        if preset.split == "validation":
+            plans.append(validation_plan(name, settings, strategies, limit, seed))
+            continue
         declared = settings is not None and preset.name in settings.specs
         if strategies is None and not declared and not preset.any_task:
             raise BenchError(f"preset {preset.name!r} has no strategies for task {name!r}; "
@@ -126,6 +142,19 @@ def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None):
         task_limit = limit if limit is not None else (settings.limits.get(preset.name) if settings else None)
         plans.append(TaskPlan(name, specs, task_limit, (seed,) if seed is not None else preset.seeds))
     return plans
+
+
+def validation_plan(name, settings, strategies=None, limit=None, seed=None):
+    """The TaskPlan of task ``name`` on its validation split: its default specs (or ``strategies``)
+    on its Validation's data, limit and seed (the arguments override the last two)."""
+    split = settings and settings.validation
+    if not split:
+        with_split = [n for n, s in all_task_settings().items() if s.validation]
+        raise BenchError(f"task {name!r} declares no validation split; tasks with one: "
+                         f"{', '.join(with_split) or 'none'}")
+    specs = split_specs(strategies) if strategies else sweep_of(name, SPLIT_TIER)
+    return TaskPlan(name, specs, limit if limit is not None else split.limit,
+                    (seed,) if seed is not None else (split.seed,), split.data)
 
 
 def unswept(registered, tier="paper"):

@@ -14,6 +14,7 @@ from bench.errors import BenchError
 from bench.registry import claim, load_plugins
 
 TIERS = ("quick", "default", "paper", "ci")   # the preset tiers a task may declare specs for
+SPLIT_TIER = "default"   # the tier whose specs the validation preset runs on a task's validation split
 TASK_SETTINGS = {}   # task name -> TaskSettings
 ABLATIONS = {}       # key -> Ablation
 DRAWN_ORDERS = {}    # (strategy name, parameters) -> the parameters (a dict) of runs that draw their order
@@ -48,6 +49,22 @@ class Verdicts:
 
 
 @dataclass(frozen=True)
+class Validation:
+    """Where a task's choices are made (the ``validation`` preset runs its default specs there).
+
+    Attributes:
+        seed: the seed of the validation runs (a task whose inputs are drawn by the seed, as the
+            exact tasks' are, gets its validation inputs from it).
+        data: the task's validation input file (None: its default data, for a task whose inputs
+            the seed draws).
+        limit: inputs per validation run (None: all).
+    """
+    seed: int = 0
+    data: str | None = None
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
 class TaskSettings:
     """One task's declaration: specs per tier, input limits per tier, verdict settings."""
     task: str
@@ -58,6 +75,7 @@ class TaskSettings:
     headline: bool = False                       # what `bench run` without --tasks or --preset runs
     figure_references: tuple = ()                # strategy names drawn in grey in every family's panel
     order_bounds: dict = field(default_factory=dict)   # metric -> lower end (None: undefined) for drawn orders
+    validation: Validation | None = None         # the split choices are made on (None: the task has none)
 
 
 def sweep(name, key, values, extra=""):
@@ -93,7 +111,7 @@ def order_is_drawn(strategy, params):
 
 
 def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations=(), headline=False,
-                           figure_references=(), order_bounds=None):
+                           figure_references=(), order_bounds=None, validation=None):
     """Declare task ``task``'s preset specs (tier -> specs), limits (tier -> inputs), verdict
     settings and the keys of the ablations that apply to it; checked in one line each.
 
@@ -101,7 +119,8 @@ def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations
     the reference run); ``order_bounds`` names the metrics whose value is only an upper bound for a
     strategy that draws its order at random (``Strategy.samples()``), each with the lower end of
     the range it is drawn as, or None for a metric that such a run does not estimate at all (its
-    points are then left out)."""
+    points are then left out). ``validation`` (a Validation) is the split the task's choices are
+    made on: the ``validation`` preset runs the task's default specs there."""
     unknown = sorted((set(specs) | set(limits or {})) - set(TIERS))
     if unknown:
         raise BenchError(f"task {task!r} declares specs for unknown preset tiers {', '.join(unknown)}; "
@@ -109,7 +128,7 @@ def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations
     if verdicts is not None and not (verdicts.budgets and all(b > 0 for b in verdicts.budgets)):
         raise BenchError(f"task {task!r} declares pass budgets {verdicts.budgets!r}; give at least one, each above 0")
     settings = TaskSettings(task, dict(specs), dict(limits or {}), verdicts, tuple(ablations), headline,
-                            tuple(figure_references), dict(order_bounds or {}))
+                            tuple(figure_references), dict(order_bounds or {}), validation)
     return claim("task settings", TASK_SETTINGS, task, settings, origin=caller_module())
 
 

@@ -41,7 +41,7 @@ def test_tiers_nest_quick_in_every_family_and_default_in_paper():
         assert families - {spec.partition(":")[0] for spec in quick} <= {"mi_oracle"}, name
         assert declared.limits.get("default") == declared.limits.get("paper"), name
         assert declared.limits.get("paper") is None or name == "antibody", name
-    assert list(PRESETS) == ["quick", "default", "paper", "ci"]
+    assert list(PRESETS) == ["quick", "default", "paper", "ci", "validation"]
 
 
 def test_a_task_declares_its_settings_once_and_names_known_tiers_and_ablations():
@@ -109,7 +109,7 @@ def test_cli_runs_a_preset_with_overrides(tmp_path):
 def test_cli_unknown_preset_is_one_line():
     proc = run_cli("run", "--preset", "nightly")
     assert proc.returncode == 2 and proc.stderr.strip() == (
-        "error: unknown preset 'nightly'; available: quick, default, paper, ci")
+        "error: unknown preset 'nightly'; available: quick, default, paper, ci, validation")
 
 
 def test_list_names_presets_and_strategies_missing_from_the_sweep():

@@ -6,15 +6,17 @@ from collections import Counter
 from pathlib import Path
 
 from bench.errors import BenchError
+from bench.presets import VALIDATION_OUT
 from bench.registry import REPORTS, load_plugins
 from bench.report.canvas import family_styles
-from bench.report.claims import task_verdicts
+from bench.report.claims import choose, task_verdicts
 from bench.report.docs import sync_markdown
 from bench.report.figures import draw_figures
 from bench.report.gallery import write_gallery
 from bench.report.render import (
     ablations_markdown,
     budget_rows,
+    choices_markdown,
     claims_markdown,
     cost_table,
     csv_text,
@@ -63,19 +65,47 @@ def write_tables(results, task, out_dir, verdicts):
     if verdicts is not None:
         paths.append(Path(out_dir) / f"claims_{task}.md")
         paths[-1].write_text(claims_markdown(verdicts))
+    if verdicts is not None and verdicts.choices is not None:
+        paths.append(Path(out_dir) / f"choices_{task}.md")
+        paths[-1].write_text(choices_markdown(verdicts))
     return paths
 
 
-def task_groups(results_dir):
+def task_groups(results_dir, validation_dir=None):
     """task -> (its largest comparable group of results, how many runs were left out, its verdicts
-    or None where its runs cannot be paired)."""
+    or None where its runs cannot be paired). A task with runs under ``validation_dir`` (default:
+    ``validation_folder``) gets its claims' choices made there."""
     results = find_results(results_dir)
     if not results:
         raise BenchError(f"no result files under {results_dir}; make some with: python -m bench run")
     groups = {task: comparison_group([r for r in results if r["task"] == task])
               for task in sorted({r["task"] for r in results})}
-    return {task: (group, left_out, task_verdicts(every_seed(group, results), task, results_dir))
+    choices = validation_choices(validation_dir or validation_folder(results_dir), groups)
+    return {task: (group, left_out, task_verdicts(every_seed(group, results), task, results_dir, choices.get(task)))
             for task, (group, left_out) in groups.items()}
+
+
+def validation_folder(results_dir):
+    """Where a results folder's validation runs are: the folder ``validation`` beside it (the
+    validation preset's default --out, run from the same place)."""
+    return Path(results_dir).resolve().parent / VALIDATION_OUT
+
+
+def validation_choices(validation_dir, groups):
+    """{task: Choices} for every task of ``groups`` with runs under ``validation_dir`` on the same
+    model and temperature as its test group (none where the folder does not exist)."""
+    if not Path(validation_dir).is_dir():
+        return {}
+    found, out = find_results(validation_dir), {}
+    for task, (group, _) in groups.items():
+        same = [r for r in found if r["task"] == task and r["model"]["id"] == group[0]["model"]["id"]
+                and r["config"].get("temperature") == group[0]["config"].get("temperature")]
+        if same:
+            chosen_group, _ = comparison_group(same)
+            config = chosen_group[0]["config"]
+            where = f"(data {config['data_id']}, seed {config['seed']}) under {Path(validation_dir).name}/"
+            out[task] = choose(chosen_group, task, validation_dir, where)
+    return {task: c for task, c in out.items() if c is not None}
 
 
 def comparison_key(r):

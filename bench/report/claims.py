@@ -3,7 +3,12 @@ non-inferiority to the task's reference run, ablations; each with its paired dif
 p-value (``bench.report.render`` writes them as tables and ``claims_<task>.md``).
 
 Every p-value a claims file prints is one family: they are Holm-adjusted together
-(``adjust_family``), and a claim is shown only where its adjusted p is below ALPHA."""
+(``adjust_family``), and a claim is shown only where its adjusted p is below ALPHA.
+
+Where the task has runs on its validation split (`bench run --preset validation`), the choices a
+claim rests on are made there (``choose``): which two lines a budget's lead compares (the best and
+the runner-up on validation) and which run of each line the speed-up tests (its cheapest run
+non-inferior on validation, else its closest); the test inputs only confirm them."""
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,6 +50,25 @@ class TaskVerdicts:
     family: int = 0      # p-values in the claims file, Holm-adjusted together (``adjust_family``)
     runs: list = field(default_factory=list)   # every ScoredRun (seeds pooled), with its Cost
     reference_run: object = None               # the reference ScoredRun, None where there is none
+    choices: object = None                     # the Choices made on validation, None: made on these inputs
+
+
+@dataclass
+class Choices:
+    """What a task's claims test, chosen on its validation split.
+
+    Attributes:
+        source: where they were chosen ('1000 validation inputs, data ..., seed 0').
+        leads: {budget: (best line, runner-up line)} on validation.
+        speedup: {line: label of the run the speed-up tests}.
+        rows: the validation SpeedupRows (for the choices file).
+        values: {budget: {line: validation value}}.
+    """
+    source: str
+    leads: dict
+    speedup: dict
+    rows: list = field(default_factory=list)
+    values: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -64,9 +88,9 @@ class SpeedupRow:
         return self.run.cost.batched_steps / self.reference.cost.batched_steps
 
 
-def speedup_rows(runs, lines, tolerance, reference_name=None):
+def speedup_rows(runs, lines, tolerance, reference_name=None, chosen=None):
     """Per line: the cheapest run non-inferior to the reference run (``reference_run``), else its
-    run closest to it."""
+    run closest to it; ``chosen`` ({line: run label}, made on validation) names the run instead."""
     summaries = [r.summary for r in runs]
     reference_summary = reference_run(summaries, reference_name)
     if reference_summary is None:
@@ -76,7 +100,8 @@ def speedup_rows(runs, lines, tolerance, reference_name=None):
     for name, line_runs in lines.items():
         if reference in line_runs:
             continue
-        tested = [(run, *non_inferiority(run, reference, tolerance)) for run in line_runs]
+        picked = [run for run in line_runs if chosen and run.label == chosen.get(name)]
+        tested = [(run, *non_inferiority(run, reference, tolerance)) for run in picked or line_runs]
         passing = [t for t in tested if t[1] == "yes"]
         sign = better_sign(reference.quality.higher_is_better)
         run, verdict, diff = passing[0] if passing else max(tested, key=lambda t: sign * t[2]["diff"])
@@ -157,23 +182,52 @@ def default_verdicts(runs):
     return Verdicts(budgets, 0.0, None)   # margin 0, no declared reference
 
 
-def task_verdicts(group, task, root):
-    """Everything the verdict tables and claims of ``task`` need, or None when no run's headline
-    can be recomputed from its records (results made before per-input recipes: `bench rescore`)."""
+def scored_lines(group, task, root):
+    """(runs, left out, verdict settings, bootstrap indices, {line: runs}, [Line]) of a group of
+    results, or None when fewer than two runs' headlines can be recomputed from their records."""
     runs, left_out = load_runs(group, root)
     if len(runs) < 2:
         return None
     config = verdicts_for(task) or default_verdicts(runs)
-    reference = reference_run([r.summary for r in runs], config.reference)
-    reference_name = config.reference or reference["strategy"]
     idx = joint_indices(runs)
     by_summary = {id(r.summary): r for r in runs}
     lines = {name: [by_summary[id(s)] for s in line if id(s) in by_summary]
              for name, line in sweep_lines([r.summary for r in runs]).items()}
     lines = {name: line for name, line in lines.items() if line}
-    made = [make_line(name, line, idx) for name, line in lines.items()]
+    return runs, left_out, config, idx, lines, [make_line(name, line, idx) for name, line in lines.items()]
+
+
+def choose(group, task, root, where):
+    """The Choices made on a task's validation runs ``group``, or None where they cannot be scored:
+    per budget the best line and the runner-up by point value, per line the run its speed-up tests."""
+    scored = scored_lines(group, task, root)
+    if scored is None:
+        return None
+    runs, _, config, _, lines, made = scored
+    sign = better_sign(runs[0].quality.higher_is_better)
+    values = {budget: {line.name: line.at(budget)[0] for line in made} for budget in config.budgets}
+    leads = {}
+    for budget, at in values.items():
+        ranked = sorted((name for name, value in at.items() if not np.isnan(value)), key=lambda n: -sign * at[n])
+        if len(ranked) >= 2:
+            leads[budget] = (ranked[0], ranked[1])
+    rows = speedup_rows(runs, lines, config.margin, config.reference)
+    source = f"{len(runs)} runs on {len(runs[0].passes.columns[0])} validation inputs {where}"
+    return Choices(source, leads, {row.line: row.run.label for row in rows}, rows, values)
+
+
+def task_verdicts(group, task, root, choices=None):
+    """Everything the verdict tables and claims of ``task`` need, or None when no run's headline
+    can be recomputed from its records (results made before per-input recipes: `bench rescore`).
+    ``choices`` (made on validation by ``choose``) fixes what the leads and speed-ups test."""
+    scored = scored_lines(group, task, root)
+    if scored is None:
+        return None
+    runs, left_out, config, idx, lines, made = scored
+    reference = reference_run([r.summary for r in runs], config.reference)
+    reference_name = config.reference or reference["strategy"]
     higher = runs[0].quality.higher_is_better
-    cells, leads = budget_table(made, config.budgets, higher)
+    cells, leads = budget_table(made, config.budgets, higher, choices and choices.leads)
     ablations = []
     for ablation in config.ablations:
         with_idea, without, pairs = ablation_pairs(runs, ablation)
@@ -182,6 +236,6 @@ def task_verdicts(group, task, root):
     return adjust_family(TaskVerdicts(
         task, runs[0].summary["headline"], higher, len(runs[0].passes.columns[0]), config.budgets, config.margin,
         cells, leads, areas(made, min(config.budgets), max(config.budgets)),
-        speedup_rows(runs, lines, config.margin, config.reference), ablations, left_out,
+        speedup_rows(runs, lines, config.margin, config.reference, choices and choices.speedup), ablations, left_out,
         max(len(r.summary.get("pooled_seeds", [0])) for r in runs), reference_name,
-        runs=runs, reference_run=next((r for r in runs if r.summary is reference), None)))
+        runs=runs, reference_run=next((r for r in runs if r.summary is reference), None), choices=choices))

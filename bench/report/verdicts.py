@@ -206,6 +206,7 @@ class Lead:
     test: dict
     pchip: dict
     outside: float
+    chosen: bool = False    # the two lines were chosen on validation (the test inputs only confirm)
 
     @property
     def diff(self):
@@ -230,14 +231,16 @@ def interpolated_difference(a, b, budget, distance):
     return test, pchip, max(linear.dropped_share, cubic.dropped_share)
 
 
-def make_lead(budget, best, runner_up, distance):
+def make_lead(budget, best, runner_up, distance, chosen=False):
     """The Lead of line ``best`` over line ``runner_up`` at ``budget``."""
-    return Lead(budget, best.name, runner_up.name, *interpolated_difference(best, runner_up, budget, distance))
+    return Lead(budget, best.name, runner_up.name, *interpolated_difference(best, runner_up, budget, distance), chosen)
 
 
-def budget_table(lines, budgets, higher_is_better):
+def budget_table(lines, budgets, higher_is_better, chosen=None):
     """({line: {budget: BudgetCell}}, [Lead per budget]); the best is marked by ``mark_best`` once
-    the family's p-values are adjusted."""
+    the family's p-values are adjusted. ``chosen`` ({budget: (best, runner-up)}, made on
+    validation) names the two lines a budget's lead compares; where a chosen line does not reach
+    the budget here, there is no lead at that budget."""
     cells, leads, sign, distance = {}, [], better_sign(higher_is_better), is_distance(lines)
     for budget in budgets:
         values = {line.name: line.at(budget) for line in lines}
@@ -245,8 +248,13 @@ def budget_table(lines, budgets, higher_is_better):
             value, reps = values[line.name]
             cells.setdefault(line.name, {})[budget] = (None if np.isnan(value) else
                                                        budget_cell(value, reps, distance, line.cost_at(budget)))
-        ranked = sorted([line for line in lines if not np.isnan(values[line.name][0])],
-                        key=lambda line: -sign * values[line.name][0])
+        reached = {line.name: line for line in lines if not np.isnan(values[line.name][0])}
+        if chosen is not None:
+            pair = [reached.get(name) for name in chosen.get(budget, ())]
+            if len(pair) == 2 and all(pair):
+                leads.append(make_lead(budget, *pair, distance, chosen=True))
+            continue
+        ranked = sorted(reached.values(), key=lambda line: -sign * values[line.name][0])
         if len(ranked) >= 2:
             leads.append(make_lead(budget, ranked[0], ranked[1], distance))
     return cells, leads

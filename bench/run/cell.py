@@ -93,6 +93,7 @@ class TaskRuns:
     strategies: list
     seed: int
     limit: int | None
+    data: str | None = None   # the input file the plan named (a validation split), for the recorded command
 
     def runs(self, args, cells_on=None, share_first_pass=True):
         """A Run per strategy, with the command line's batch size, --out and --verify; they share

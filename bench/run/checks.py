@@ -106,7 +106,9 @@ def set_temperature(tasks, temperature):
     return tasks
 
 
-def make_tasks(task_names, data, model):
+def make_tasks(task_names, data, model, plan_data=None):
+    """The tasks named, with --data and --model (one task only) or each task's input file from its
+    plan (``plan_data``: task -> path or None, a validation split)."""
     names = split_specs(task_names)
     if (data or model) and len(names) != 1:
         raise BenchError("--data and --model apply to one task; run one task at a time with them")
@@ -114,7 +116,8 @@ def make_tasks(task_names, data, model):
     if twice:
         raise BenchError(f"task {twice[0]} is named twice in --tasks; name it once")
     model = None if is_import_spec(model) else model   # a factory's model is loaded by bench.models
-    return [make_task(name, data=data, model=model) for name in names]
+    plan_data = plan_data or {}
+    return [make_task(name, data=data or plan_data.get(name), model=model) for name in names]
 
 
 def prepare(task, strategies, task_plan, model_arg=None, where=None):

@@ -7,7 +7,8 @@ import sys
 import time
 
 from bench.device import model_placement, placement
-from bench.presets import plan
+from bench.presets import VALIDATION_OUT, get_preset, plan
+from bench.run import DEFAULT_OUT
 from bench.run.cell import (
     TaskRuns,
     command_line,
@@ -34,13 +35,21 @@ def load_tasks(args, where=None):
     """(task, its plan, its (label, strategy)s, its model, {seed: inputs}) of every task of the
     command, after every check (specs, --out, data, models, helpers); models placed on ``where``."""
     plans = plan(args.preset, args.tasks, args.strategies, args.limit, args.seed)
-    tasks = set_temperature(make_tasks(",".join(p.task for p in plans), args.data, args.model),
-                            getattr(args, "temperature", None))
+    args.out = split_out(args)
+    tasks = set_temperature(make_tasks(",".join(p.task for p in plans), args.data, args.model,
+                                       {p.task: p.data for p in plans}), getattr(args, "temperature", None))
     parsed = [parse_specs(p.specs) for p in plans]
     check_out_dir(args.out, [task.name for task in tasks])
     loaded = [prepare(task, strategies, p, args.model, where) for task, strategies, p in zip(tasks, parsed, plans)]
     return [(task, p, strategies, model, eval_sets)
             for task, p, strategies, (model, eval_sets) in zip(tasks, plans, parsed, loaded)]
+
+
+def split_out(args):
+    """--out, or for the validation preset left at its default, the validation folder: its runs
+    never mix with the test runs the claims are made from."""
+    on_validation = args.preset and get_preset(args.preset).split == "validation"
+    return VALIDATION_OUT if on_validation and args.out == DEFAULT_OUT else args.out
 
 
 def prepare_runs(args):
@@ -53,7 +62,7 @@ def prepare_runs(args):
         for seed in task_plan.seeds:
             # a run that draws nothing would repeat its first seed's records: only the first seed runs it
             chosen = [s for s in strategies if seed == task_plan.seeds[0] or draws_randomly(task, s[1])]
-            runs.append(TaskRuns(task, model, eval_sets[seed], chosen, seed, task_plan.limit))
+            runs.append(TaskRuns(task, model, eval_sets[seed], chosen, seed, task_plan.limit, task_plan.data))
     return runs
 
 
@@ -90,5 +99,5 @@ def run_task(task_runs, args):
     print_task_start(task_runs, where)
     runs = task_runs.runs(args)
     for run in runs:
-        run.command = command_line(run, args.data, args.model, where)
+        run.command = command_line(run, args.data or task_runs.data, args.model, where)
     print_task_end(task_runs, [run_one(run) for run in runs], args.out)

@@ -73,11 +73,15 @@ def row_passes(summary):
     return summary["n_samples"] * (metric_value(summary, "passes") + aux)
 
 
+def computed_row_passes(summary):
+    """Forward passes a committed run computed itself (a first pass it took from the shared
+    FirstPasses, ``first_pass_shared_rows``, cost it nothing)."""
+    return row_passes(summary) - summary.get("first_pass_shared_rows", 0)
+
+
 def seconds_per_row_pass(summary):
-    """A committed run's decoding seconds per forward pass it computed (a first pass it took from
-    the shared FirstPasses, ``first_pass_shared_rows``, cost it nothing)."""
-    computed = row_passes(summary) - summary.get("first_pass_shared_rows", 0)
-    return summary["wall_seconds"] / max(computed, 1)
+    """A committed run's decoding seconds per forward pass it computed."""
+    return summary["wall_seconds"] / max(computed_row_passes(summary), 1)
 
 
 def forward_row_seconds(model, eval_set, rows):
@@ -102,6 +106,8 @@ def family_factors(references):
     (committed runs of one family differ by up to 8x for that reason alone)."""
     best = {}
     for summary in references.values():
+        if computed_row_passes(summary) < summary["n_samples"]:
+            continue   # a one-pass run whose pass came from the shared first pass prices nothing
         name = summary["config"]["strategy_spec"].partition(":")[0]
         best[name] = min(best.get(name, float("inf")), seconds_per_row_pass(summary))
     base = min(best.values(), default=0)

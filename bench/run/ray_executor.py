@@ -285,9 +285,9 @@ def task_groups(loaded, args, where):
     groups = []
     for task, task_plan, strategies, model, eval_sets in loaded:
         for seed in task_plan.seeds:
-            task_runs = TaskRuns(task, model, eval_sets[seed], strategies, seed, task_plan.limit)
+            task_runs = TaskRuns(task, model, eval_sets[seed], strategies, seed, task_plan.limit, task_plan.data)
             runs = task_runs.runs(args, cells_on=where, share_first_pass=False)
-            command = command_line(runs[0], args.data, args.model, where) if runs else None
+            command = command_line(runs[0], args.data or task_plan.data, args.model, where) if runs else None
             for run in runs:
                 run.command = command
             groups.append((task_runs, [RayRun(run) for run in runs]))

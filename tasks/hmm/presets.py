@@ -3,7 +3,7 @@
 the chain the MI oracle reads exact MI (no probing). Both are cheap (about 5 minutes together
 on 2 cores), so ``default`` runs the full sweep; ``paper`` adds the seeds (bench.presets).
 """
-from bench.settings import Verdicts, register_task_settings, sweep
+from bench.settings import Validation, Verdicts, register_task_settings, sweep
 from strategies.learned.presets import learned_sweep
 from strategies.schedules.presets import field_quick, field_sweep
 
@@ -29,11 +29,14 @@ FIGURE_REFERENCES = ("eb", "schedule:score=random")   # grey in every family's p
 ORDER_BOUNDS = {"kl_nats": 0.0, "kl_bits_per_position": 0.0, "share_over_1nat": None}
 LEARNED = ("learned_sample", "learned_threshold")
 
+# Every input is a fully masked sequence whose values the run's seed draws: the validation split
+# is the same sweep under a seed no tier runs.
+VALIDATION = Validation(seed=100)
 register_task_settings(
     "hmm", {"paper": EXACT, "default": EXACT, "quick": QUICK + ["mi_oracle:gamma=2"],
             "ci": ["sequential", "topk:k=8", "eb:gamma=2", "mi_oracle:gamma=2"]},
     limits={"ci": 200}, verdicts=VERDICTS, figure_references=FIGURE_REFERENCES,
-    order_bounds=ORDER_BOUNDS,
+    order_bounds=ORDER_BOUNDS, validation=VALIDATION,
     ablations=("mi_term_greedy", "mi_term_eb", "oracle_symmetric", "oracle_directed", "mi_vs_eb") + LEARNED)
 # The oracle probes the trained MDM (V = 8 passes per probed row: about 12 minutes for 1,000
 # sequences on 2 cores), so the hmm_mdm tiers leave it out; the chain's exact oracle is in `hmm`.
@@ -41,5 +44,5 @@ register_task_settings(
     "hmm_mdm", {"paper": SWEEP, "default": SWEEP, "quick": QUICK,
                 "ci": ["sequential", "topk:k=8", "eb:gamma=2", "threshold:tau=0.7"]},
     limits={"quick": 500, "ci": 200}, verdicts=VERDICTS, figure_references=FIGURE_REFERENCES,
-    order_bounds=ORDER_BOUNDS,
+    order_bounds=ORDER_BOUNDS, validation=VALIDATION,
     ablations=("mi_term_greedy", "mi_term_eb", "mi_vs_eb") + LEARNED)

@@ -24,7 +24,9 @@ from tasks.sudoku.solver import breaks_rules, solutions_up_to
 
 PACKAGE_DIR = Path(__file__).parent
 TEST_SET = PACKAGE_DIR / "data" / "test_hard.csv"
-TRAIN_SEED, TEST_SEED = 0, 1  # generator streams of the training and test sets
+VALIDATION_SET = PACKAGE_DIR / "data" / "validation_hard.csv"
+# generator streams of the training, test and validation sets
+TRAIN_SEED, TEST_SEED, VALIDATION_SEED = 0, 1, 2
 TRAIN_SIZE, TEST_SIZE = 100_000, 1_000
 # A loaded puzzle's solutions are counted by backtracking; the hardest test puzzle needs 19,577
 # nodes, while a nearly blank grid with a hidden clash can need exponentially many: past this
@@ -185,11 +187,24 @@ def training_set(size=TRAIN_SIZE, seed=TRAIN_SEED):
     return read_puzzles(path)
 
 
+def grids_of(puzzle_set):
+    """The 81-character strings of every puzzle and solution grid of ``puzzle_set``."""
+    return {grid_string(g) for g in puzzle_set.puzzles} | {grid_string(g) for g in puzzle_set.solutions}
+
+
 def make_test_set(path=TEST_SET, size=TEST_SIZE):
     """Generate the hard test set, excluding every grid of the training set."""
-    train = training_set()
-    seen = {grid_string(g) for g in train.puzzles} | {grid_string(g) for g in train.solutions}
-    puzzles, solutions = generate(TEST_SEED, size, hard_only=True, exclude=frozenset(seen),
+    puzzles, solutions = generate(TEST_SEED, size, hard_only=True, exclude=frozenset(grids_of(training_set())),
                                   desc="hard test puzzles")
+    write_puzzles(path, puzzles, solutions)
+    return path
+
+
+def make_validation_set(path=VALIDATION_SET, size=TEST_SIZE):
+    """Generate the hard validation set (same generator and rating as the test set, its own
+    stream), excluding every grid of the training and the test set: choices are made on it."""
+    seen = grids_of(training_set()) | grids_of(read_puzzles(TEST_SET))
+    puzzles, solutions = generate(VALIDATION_SEED, size, hard_only=True, exclude=frozenset(seen),
+                                  desc="hard validation puzzles")
     write_puzzles(path, puzzles, solutions)
     return path

@@ -13,12 +13,15 @@ def train_model(settings, out):
 
 
 def build_data(args):
-    """`bench data sudoku [--test-set]`: the cached training set, and the committed test CSV."""
-    from tasks.sudoku.data import make_test_set, training_set
+    """`bench data sudoku [--test-set] [--validation-set]`: the cached training set, and the
+    committed test and validation CSVs."""
+    from tasks.sudoku.data import make_test_set, make_validation_set, training_set
     train = training_set()
     print(f"training set: {len(train.puzzles)} pairs ({train.source})")
     if args.test_set:
         print(f"test set: {make_test_set()}")
+    if args.validation_set:
+        print(f"validation set: {make_validation_set()}")
 
 
 def order_examples():

@@ -5,7 +5,9 @@ claims are made from, trimmed to fit 60 minutes on 2 cores with the other tasks 
 "Preset tiers" gives what was left out and what each part costs); ``quick`` is every family at
 one setting on 200 puzzles; ``ci`` is the regression gate's.
 """
-from bench.settings import Verdicts, register_task_settings, sweep
+from pathlib import Path
+
+from bench.settings import Validation, Verdicts, register_task_settings, sweep
 from strategies.learned.presets import learned_sweep
 from strategies.schedules.presets import field_quick, field_sweep
 
@@ -38,11 +40,13 @@ QUICK = (["sequential", "topk:k=5", "margin:k=5", "eb:gamma=0.3", "threshold:tau
          + sweep("mi", "gamma", (0.3,)) + sweep("mi", "gamma", (0.3,), ",lam=0") + ["mi_eb:gamma=0.3"]
          + learned_sweep((10,), modes=("sample",)) + field_quick(8, dus_block=27, pc_lam=0))
 CI = ["sequential", "topk:k=3", "eb:gamma=0.3", "threshold:tau=0.9"]
+# Choices are made on 1,000 other hard puzzles of the same generator (stream 2; data/README.md).
+VALIDATION = Validation(seed=0, data=str(Path(__file__).parent / "data" / "validation_hard.csv"))
 
 register_task_settings(
     "sudoku", {"paper": PAPER, "default": DEFAULT, "quick": QUICK, "ci": CI},
     limits={"quick": 200, "ci": 100},
-    figure_references=("eb", "schedule:score=random"),
+    figure_references=("eb", "schedule:score=random"), validation=VALIDATION,
     verdicts=Verdicts(budgets=(5, 6, 8, 12, 16, 24), margin=0.01, reference="sequential"),
     ablations=("mi_term_greedy", "mi_term_eb", "oracle_symmetric", "oracle_directed", "learned_sample",
                "learned_threshold"),
