@@ -234,6 +234,13 @@ class Task:
     def floor_label(self) -> str:
         return "a second reference sample against the first"
 
+    def natural_variation(self, n) -> dict | None:
+        """What ``n`` natural inputs score against the reference, per metric: {metric: {mean, bound,
+        draws, n, m}} with ``bound`` the worse end of the draws' 95% (the floor at a run's own
+        size; docs/extending.md), or None. A run is within natural variation on a metric where its
+        value is no worse than the bound."""
+        return None
+
     def data_summary(self) -> str:
         """What the run line says about the data besides its size ('' for nothing)."""
         return ""

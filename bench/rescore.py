@@ -15,7 +15,7 @@ from bench.errors import BenchError
 from bench.provenance import provenance
 from bench.registry import TASKS, load_plugins, lookup
 from bench.results import check_records, read_result, records_path, write_text_atomic
-from bench.run.cell import aux_pass_metrics
+from bench.run.cell import aux_pass_metrics, mark_natural
 
 
 def summaries(results_dir, task_name):
@@ -57,7 +57,10 @@ def rescore(results_dir="results", task_name=None, headline_only=False):
         if problem:
             print(f"  skipped {path}: {problem}", file=sys.stderr)
             continue
-        summary["metrics"] = task.summarize(records) + aux_pass_metrics(records)
+        natural = task.natural_variation(len(records))
+        summary["metrics"] = mark_natural(task.summarize(records), natural) + aux_pass_metrics(records)
+        if natural:
+            summary["natural_variation"] = natural
         summary["headline"] = task.headline        # a task whose headline changed ranks old runs on the new one
         summary["floor"] = task.floor()
         summary["floor_label"] = task.floor_label()

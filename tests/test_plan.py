@@ -62,3 +62,19 @@ def test_committed_references_price_sequential_near_its_forward_cost(task):
     sequential = next(s for spec, s in references.items() if spec.startswith("sequential"))
     assert row_passes(sequential) >= sequential["n_samples"]
     assert seconds_per_row_pass(sequential) > 0
+
+
+def test_a_one_pass_run_whose_pass_was_shared_prices_no_family():
+    """A one-pass run that took its only pass from the shared first pass spent about nothing: as the
+    cheapest family it would make every other family's factor hundreds of times too large."""
+    from bench.run.plan import family_factors
+
+    def summary(spec, passes, seconds, shared):
+        return {"config": {"strategy_spec": spec}, "n_samples": 48, "wall_seconds": seconds,
+                "first_pass_shared_rows": shared, "metrics": [{"name": "passes", "value": passes}]}
+
+    references = {"sequential": summary("sequential", 87.0, 200.0, 48),
+                  "topk:k=100": summary("topk:k=100", 1.0, 0.01, 48),
+                  "eb:gamma=1": summary("eb:gamma=1", 18.0, 60.0, 48)}
+    factors = family_factors(references)
+    assert "topk" not in factors and factors["sequential"] == 1.0 and 1.0 < factors["eb"] < 2.0

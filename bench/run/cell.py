@@ -199,21 +199,32 @@ def aux_pass_metrics(records, strategy=None):
             for name in names if name in records[0]]
 
 
+def mark_natural(metrics, natural):
+    """Each metric of ``natural`` (a task's ``natural_variation``) gets ``natural_bound`` and
+    ``within_natural``: no worse than what natural inputs of the run's size score 95% of the time."""
+    for metric in metrics:
+        null = (natural or {}).get(metric["name"])
+        if null is not None:
+            worse_by = (null["bound"] - metric["value"]) * (1 if metric["higher_is_better"] else -1)
+            metric.update(natural_bound=null["bound"], within_natural=bool(worse_by <= 0))
+    return metrics
+
+
 def summarize(run, records, model):
     """The summary of ``run`` from its ``records``; ``model`` is what it names as the run's model."""
     task, config = run.task, run.config
     seconds = sum({r["batch"]: r["batch_seconds"] for r in records}.values())
-    floor = task.floor()
+    floor, natural = task.floor(), task.natural_variation(len(records))
     return {"schema_version": SCHEMA_VERSION, "task": task.name, "strategy": config["strategy_spec"].split(":")[0],
             "label": run.label, "config": config, "headline": task.headline,
             "model": {"id": model.checkpoint_id, "path": config["task_options"].get("model"),
                       "n_params": model.n_params},
             "device": model_placement(model).describe(),
-            "metrics": task.summarize(records) + aux_pass_metrics(records, run.strategy),
+            "metrics": mark_natural(task.summarize(records), natural) + aux_pass_metrics(records, run.strategy),
             "n_samples": len(records), "wall_seconds": seconds, "first_pass_shared_rows": run.shared_first_rows,
             "extra_figures": list(task.extra_figures),
             "floor": floor, "floor_label": task.floor_label() if floor is not None else None,
-            "provenance": provenance()}
+            **({"natural_variation": natural} if natural else {}), "provenance": provenance()}
 
 
 def decode_run(run, model=None):

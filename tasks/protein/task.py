@@ -136,6 +136,19 @@ class ProteinTask(Task):
         return (f"half of the custom reference against the other half, every other sequence "
                 f"({len(samples[0])} vs {len(samples[1])}; no second sample ships with it)")
 
+    def natural_variation(self, n):
+        """What n natural sequences score against the reference (tasks/protein/null.py): drawn from
+        the held-out representatives outside it for the shipped reference, from the reference
+        itself (against the rest) for a custom one. Kept in the cache like the floor."""
+        from tasks.protein import null
+        reference = self.load_reference().sequences
+        shipped = self.reference_path.resolve() == REFERENCE_A.resolve()
+        pool = null.shipped_pool(reference) if shipped else None
+        key = floor_key(pool or [], reference)
+        return cached_json(cache_dir() / "protein" / f"null-{key}-n{n}-d{null.NULL_DRAWS}.json",
+                           lambda: null.null_distribution(pool, reference, n, panel_values),
+                           lambda stored: stored is None or isinstance(stored, dict))
+
     def train_model(self, settings, out):
         hooks.train_model(settings, out)
 
@@ -162,7 +175,7 @@ class ProteinTask(Task):
 
 
 FLOOR_CODE = (__file__, metrics_module.__file__, judge_module.__file__, bench.stats.__file__,
-              statistics_module.__file__)
+              statistics_module.__file__, str(Path(__file__).parent / "null.py"))
 
 
 def floor_key(sample, reference):
