@@ -198,6 +198,17 @@ def aux_pass_metrics(records, strategy=None):
             for name in names if name in records[0]]
 
 
+def model_entry(model, config):
+    """The summary's model: its id, path and size, and for a checkpoint fine-tuned from another
+    (its meta's ``derived_from``: the base checkpoint's id) that id, so `bench report` can pair its
+    runs with the base model's on the same inputs."""
+    entry = {"id": model.checkpoint_id, "path": config["task_options"].get("model"), "n_params": model.n_params}
+    derived_from = (getattr(model, "meta", None) or {}).get("derived_from")
+    if derived_from:
+        entry["derived_from"] = derived_from
+    return entry
+
+
 def summarize(run, records, model):
     """The summary of ``run`` from its ``records``; ``model`` is what it names as the run's model."""
     task, config = run.task, run.config
@@ -205,8 +216,7 @@ def summarize(run, records, model):
     floor = task.floor()
     return {"schema_version": SCHEMA_VERSION, "task": task.name, "strategy": config["strategy_spec"].split(":")[0],
             "label": run.label, "config": config, "headline": task.headline,
-            "model": {"id": model.checkpoint_id, "path": config["task_options"].get("model"),
-                      "n_params": model.n_params},
+            "model": model_entry(model, config),
             "device": model_placement(model).describe(),
             "metrics": task.summarize(records) + aux_pass_metrics(records, run.strategy),
             "n_samples": len(records), "wall_seconds": seconds, "first_pass_shared_rows": run.shared_first_rows,
