@@ -1,7 +1,9 @@
 """Learned-order training curves for `bench report`, read from the training logs (every
 tasks/*/weights/**/order_policy_T*.log and the kept attempts under .../attempts/): P's held-out
 log-likelihood and the task's reward of P's decodes (sampled and thresholded) against training
-steps, one line per budget T, and a Markdown table of the start and end of every curve. Imports
+steps, one line per budget T, and a Markdown table of the start and end of every curve (the
+jointly trained pairs of weights/joint/ and their frozen-denoiser counterparts included, each
+folder its own figure, its denoiser setting in the table). Imports
 no model code (`bench report` loads this module alone)."""
 import ast
 import re
@@ -15,7 +17,8 @@ from bench.report.canvas import PALETTE, legend_columns, save_figure, variant_st
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 HELD_OUT = re.compile(r"train\.order step (?P<step>\d+) held-out (?P<stats>.*)$")
-SETTINGS = ("objective", "lr", "K", "batch_size", "d_inner", "init_sharpness", "match_weight", "loglik_weight")
+SETTINGS = ("objective", "denoiser", "denoiser_lr", "param", "lr", "K", "batch_size", "d_inner", "init_sharpness",
+            "match_weight", "loglik_weight")
 PANELS = (("loglik_p", "P's held-out log-likelihood\nE_P[log p(x0 | order)] (nats)"),
           ("reward_sample", "held-out reward, P sampled"), ("reward_threshold", "held-out reward, P thresholded"))
 
@@ -78,7 +81,8 @@ def curve_table(found):
              + " |", "|---|---|---|---|---|" + "---|" * len(keys)]
     for label, items in found.items():
         for budget, cfg, evals, name in items:
-            settings = ", ".join(f"{k}={cfg[k]}" for k in SETTINGS if k in cfg)
+            shown = [k for k in SETTINGS if k in cfg and not (k == "denoiser_lr" and cfg.get("denoiser") != "joint")]
+            settings = ", ".join(f"{k}={cfg[k]}" for k in shown)
             cells = [f"{evals[0][k]:.3f} -> {evals[-1][k]:.3f}" if k in evals[0] else "-" for k in keys]
             lines.append(f"| {label} | {name} | {budget} | {settings} | {evals[-1]['step']} of {cfg['steps']} | "
                          + " | ".join(cells) + " |")
