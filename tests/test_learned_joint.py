@@ -131,6 +131,33 @@ def test_joint_training_changes_the_denoiser_and_its_checkpoint_decodes_through_
     assert (decoded.passes <= 8).all() and not (decoded.tokens == 0).any()
 
 
+def test_a_run_with_the_joint_pair_names_the_fine_tuned_model_in_its_identity(tiny_model, tmp_path):
+    """`bench run --model <fine-tuned> --strategies learned:policy=<its policy>`: the result's identity
+    holds the fine-tuned checkpoint's id, and its summary names the model it was fine-tuned from."""
+    import json
+
+    from bench.cli import main
+    cfg = OrderTrainConfig(denoiser="joint", denoiser_lr=1e-2, **TINY)
+    policy = train_order(HMMMDMTask(model=str(tiny_model)), cfg, tmp_path / "order_policy_T8.pt", "cmd")
+    tuned = denoiser_path(policy)
+    assert main(["run", "--tasks", "hmm_mdm", "--model", str(tuned), "--strategies", f"learned:T=8,policy={policy}",
+                 "--limit", "2", "--out", str(tmp_path / "results")]) == 0
+    (summary_path,) = (tmp_path / "results" / "hmm_mdm").glob("*.json")
+    summary = json.loads(summary_path.read_text())
+    tuned_id = HMMMDMTask(model=str(tuned)).load_model().checkpoint_id
+    assert summary["config"]["model_id"] == tuned_id == summary["model"]["id"]
+    assert summary["model"]["derived_from"] == HMMMDMTask(model=str(tiny_model)).load_model().checkpoint_id
+
+
+def test_sudoku_saves_a_fine_tuned_denoiser_as_its_model_option_loads_it(tmp_path):
+    task = SudokuTask()
+    model = task.load_model()
+    task.save_denoiser(model, tmp_path / "tuned.pt", {"derived_from": model.checkpoint_id})
+    again = SudokuTask(model=str(tmp_path / "tuned.pt")).load_model()
+    assert again.meta["derived_from"] == model.checkpoint_id
+    assert all(torch.equal(v, again.network.state_dict()[k]) for k, v in model.network.state_dict().items())
+
+
 def test_frozen_training_leaves_the_denoiser_untouched(tiny_model, tmp_path):
     before, weights = digest(tiny_model), state_of(tiny_model)
     task = HMMMDMTask(model=str(tiny_model))
