@@ -68,9 +68,9 @@ def derived_results(results, base_group):
     return found
 
 
-def make_side(label, results, root, ablation, idx):
-    runs, _ = load_runs(results, root)
-    side = Side(label, dict(results[0]["model"]), runs, select_line(runs, ablation.order, ablation.order_where))
+def make_side(label, runs, ablation, idx):
+    """A Side of ``runs`` (ScoredRuns of one model): its order runs and heuristic lines on replicates ``idx``."""
+    side = Side(label, dict(runs[0].summary["model"]), runs, select_line(runs, ablation.order, ablation.order_where))
     by_summary = {id(r.summary): r for r in runs}
     for name, line in sweep_lines([r.summary for r in runs]).items():
         if line[0]["strategy"] in ablation.heuristics:
@@ -105,16 +105,19 @@ def pairs_across(derived, base, ablation):
     return [(d, b) for d in derived.orders for b in base.orders if key(d) == key(b)]
 
 
-def make_section(base_results, derived, root, ablation):
-    """The Section of one derived model's results against the base's, or None where either side has
-    no order run or their inputs differ."""
-    probe, _ = load_runs(base_results, root)
-    if not probe:
+def n_inputs(runs):
+    return len(runs[0].passes.columns[0])
+
+
+def make_section(base_runs, derived, root, ablation):
+    """The Section of one derived model's results against the base's runs (ScoredRuns), or None where
+    the derived model has no order run or its inputs differ in number."""
+    derived_runs, _ = load_runs(derived, root)
+    if not base_runs or not derived_runs or n_inputs(derived_runs) != n_inputs(base_runs):
         return None
-    idx = joint_indices(probe)
-    base = make_side("frozen", base_results, root, ablation, idx)
-    tuned = make_side("fine-tuned", derived, root, ablation, idx)
-    if not tuned.orders or not tuned.runs or len(tuned.runs[0].passes.columns[0]) != len(idx[0]):
+    idx = joint_indices(base_runs)
+    base, tuned = make_side("frozen", base_runs, ablation, idx), make_side("fine-tuned", derived_runs, ablation, idx)
+    if not tuned.orders:
         return None
     section = Section(base, tuned)
     pairs = pairs_across(tuned, base, ablation)
@@ -238,9 +241,10 @@ def write_denoiser_reports(results_dir, out_dir, base_groups):
     results, paths = find_results(results_dir), []
     for task, base_group in base_groups.items():
         derived = derived_results([r for r in results if r["task"] == task], base_group)
+        base_runs = load_runs(base_group, results_dir)[0] if derived else []
         for ablation in ablations.values():
             sections = [s for _, group in sorted(derived.items())
-                        if (s := make_section(base_group, group, results_dir, ablation)) is not None]
+                        if (s := make_section(base_runs, group, results_dir, ablation)) is not None]
             if sections:
                 family = adjust(sections)
                 paths.append(Path(out_dir) / f"{ablation.stem}_{task}.md")
