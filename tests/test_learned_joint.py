@@ -23,7 +23,17 @@ from strategies.learned.train import OrderTrainConfig, denoiser_path, resolve, t
 from tasks.hmm.model import HMMModelConfig, HMMTransformer, save_mdm
 from tasks.hmm.task import HMMMDMTask, HMMTask
 from tasks.sudoku.task import SudokuTask
-from tests.test_learned import enumerated_kl, random_state, subsets
+from tests.test_learned import (
+    SharpeningModel,
+    ToyTask,
+    all_masked,
+    elbo_by_enumeration,
+    enumerated_kl,
+    exact_prior_log_likelihood,
+    random_state,
+    scrambled,
+    subsets,
+)
 
 
 def relative(scores, masked, temperature=1.0, eps=1e-3):
@@ -86,6 +96,26 @@ def test_untrained_relative_policy_thresholded_is_eb_sampler():
             scores = network(state.out.hidden, position_scalars(state.log_probs, state.masked, 0, 10, gamma))
             pick = choose_reveals(relative(scores, state.masked), state.masked, "threshold")
             assert torch.equal(pick, EBSampler(gamma=gamma).select(state))
+
+
+def test_the_relative_elbo_is_a_bound_enumerated_exactly_and_the_roller_estimates_it():
+    """The ELBO of two relative policies, enumerated over Q's reveals, lies below log p_P(x0), and the
+    training roller's ELBO estimates it without bias (as tests/test_learned.py checks for the sigmoid)."""
+    import math
+
+    from strategies.learned.train import Trainer, make_networks
+    x0 = torch.tensor([[1, 3, 2, 2]])
+    for seed in range(3):
+        torch.manual_seed(0)
+        cfg = resolve(OrderTrainConfig(T=3, init_gamma=0.5, K=3, batch_size=2, objective="elbo", param="relative"),
+                      SudokuTask())
+        trainer = scrambled(Trainer(ToyTask(), SharpeningModel(4), *make_networks(8, cfg), cfg), seed)
+        elbo = elbo_by_enumeration(trainer, x0, *all_masked(x0), 0)
+        assert elbo <= exact_prior_log_likelihood(trainer, x0)[0] + 1e-6
+        with torch.no_grad():
+            out = trainer.roller.run(x0, *all_masked(x0), x0 - 1, 20_000)
+        estimate = (out.loglik - out.kl).double()
+        assert estimate.mean().item() == pytest.approx(elbo, abs=4 * estimate.std().item() / math.sqrt(20_000))
 
 
 # --- denoiser=joint on a tiny hmm_mdm model -----------------------------------------------------
