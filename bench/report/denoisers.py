@@ -28,7 +28,7 @@ from bench.report.render import both_text, ci_text, markdown, p_pair
 from bench.report.sweeps import sweep_lines
 from bench.report.verdicts import is_distance, joint_indices, load_runs, make_line, params, select_line
 from bench.results import find_results
-from bench.settings import denoiser_ablations
+from bench.settings import denoiser_ablations, order_is_drawn, task_settings
 
 
 @dataclass
@@ -152,11 +152,23 @@ def adjust(sections):
     return family_size([t["p"] for t in tests])
 
 
-def verdict_word(test, higher_is_better):
-    """'beats', 'is beaten by' (Holm-adjusted p below ALPHA) or 'is not shown to differ from'."""
+def verdict_word(test, higher_is_better, bounded=False):
+    """'beats', 'is beaten by' (Holm-adjusted p below ALPHA) or 'is not shown to differ from'. A
+    ``bounded`` side (a run that draws its order, whose metric is only a bound in the worse
+    direction) can be shown to beat, never to be beaten: its true value may be better than its bound."""
     if not test.get("p_holm", np.nan) < ALPHA:
         return "is not shown to differ from"
-    return "beats" if better_sign(higher_is_better) * test["diff"] > 0 else "is beaten by"
+    if better_sign(higher_is_better) * test["diff"] > 0:
+        return "beats"
+    return "is not shown to beat (its value is a bound only)" if bounded else "is beaten by"
+
+
+def is_bounded(run, task):
+    """Whether ``run`` draws its order and the task declares its headline only a bound for such a run."""
+    settings = task_settings(task)
+    bounds = settings.order_bounds if settings is not None else {}
+    summary = run.summary
+    return summary["headline"] in bounds and order_is_drawn(summary["strategy"], summary["config"]["strategy_params"])
 
 
 def model_text(side):
@@ -164,19 +176,22 @@ def model_text(side):
     return f"model {side.model['id']}" + (f" (`{path}`)" if path else "")
 
 
-def versus_sentence(side, run, name, test, headline, higher):
-    pchip = test["pchip"]
+def versus_sentence(side, run, name, test, headline, higher, task):
+    pchip, verdict = test["pchip"], verdict_word(test, higher, is_bounded(run, task))
     return (f"- {side.label} denoiser: `{run.label}` ({run.passes():.2f} passes, {headline} {run.quality():.3f}) "
-            f"**{verdict_word(test, higher)}** `{name}` at equal mean passes ({name} interpolated there: "
+            f"**{verdict}** `{name}` at equal mean passes ({name} interpolated there: "
             f"{test['line_value']:.3f}): {ci_text(test['diff'], test['ci_low'], test['ci_high'], signed=True)} "
             f"linear in log passes, {ci_text(pchip['diff'], pchip['ci_low'], pchip['ci_high'], signed=True)} "
             f"monotone cubic ({both_text(test, pchip)}).")
 
 
-def pair_sentence(derived, base, quality, passes, headline, higher):
+def pair_sentence(derived, base, quality, passes, headline, higher, task):
+    bounded = is_bounded(derived, task)
+    verdict = ("a difference of two bounds: no claim" if bounded else
+               f"the fine-tuned pair {verdict_word(quality, higher)} the frozen pair")
     return (f"- `{derived.label}` on the fine-tuned denoiser minus `{base.label}` on the frozen one, input by "
             f"input: {ci_text(quality['diff'], quality['ci_low'], quality['ci_high'], signed=True)} {headline} "
-            f"({p_pair(quality)}; the fine-tuned pair {verdict_word(quality, higher)} the frozen pair), "
+            f"({p_pair(quality)}; {verdict}), "
             f"{ci_text(passes['diff'], passes['ci_low'], passes['ci_high'], signed=True)} passes.")
 
 
@@ -202,14 +217,14 @@ def table(section, headline):
     return markdown(header, rows)
 
 
-def section_markdown(section, headline, higher):
+def section_markdown(section, headline, higher, task):
     base, tuned = section.base, section.derived
     out = [f"## Fine-tuned {model_text(tuned)}, from frozen {model_text(base)}", "", table(section, headline), "",
            "Order against each heuristic at equal mean passes, on each denoiser:"]
-    out += [versus_sentence(s, r, n, t, headline, higher) for s, r, n, t in section.versus] or ["- no heuristic "
+    out += [versus_sentence(s, r, n, t, headline, higher, task) for s, r, n, t in section.versus] or ["- no heuristic "
                                                                                                 "reaches them."]
     out += ["", "Fine-tuned denoiser minus frozen denoiser:"]
-    out += [pair_sentence(d, b, q, p, headline, higher) for d, b, q, p in section.pairs]
+    out += [pair_sentence(d, b, q, p, headline, higher, task) for d, b, q, p in section.pairs]
     out += [line_sentence(n, r, t, headline, higher) for n, r, t in section.lines_at]
     return out
 
@@ -227,8 +242,13 @@ def denoiser_markdown(ablation, sections, task, family):
            f"Multiplicity: the {family} p-values below are one family, Holm-adjusted together; a claim is shown "
            f"(beats / is beaten by) only where its Holm-adjusted p is below {ALPHA:g}. Each p is printed raw, "
            f"then Holm-adjusted.", ""]
+    if any(is_bounded(run, task) for s in sections for run in s.base.orders + s.derived.orders):
+        out[-1:-1] = [f"A run that draws its order at random has only a bound on {headline} (the task's "
+                      f"`order_bounds`): against a heuristic it can be shown to beat it, never to be beaten "
+                      f"(its true value may be better than its bound), and two such runs' difference is a "
+                      f"difference of bounds, printed without a claim.", ""]
     for section in sections:
-        out += section_markdown(section, headline, higher) + [""]
+        out += section_markdown(section, headline, higher, task) + [""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
