@@ -33,7 +33,7 @@ def test_the_fine_tuned_denoisers_file_pairs_its_runs_with_the_base_models(tmp_p
     written = {p.name for p in write_all_tables(results, out)}
     assert "joint_sudoku.md" in written
     text = (out / "joint_sudoku.md").read_text()
-    assert "## Fine-tuned model m2, from frozen model m1" in text
+    assert "**Fine-tuned model m2, from frozen model m1**" in text
     assert ("frozen denoiser: `learned:T=5` (5.00 passes, exact_accuracy 0.250) **is not shown to differ from** "
             "`eb`") in text
     assert "fine-tuned denoiser: `learned:T=5@m2` (5.00 passes, exact_accuracy 0.500) **beats** `margin`" in text

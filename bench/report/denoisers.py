@@ -219,7 +219,7 @@ def table(section, headline):
 
 def section_markdown(section, headline, higher, task):
     base, tuned = section.base, section.derived
-    out = [f"## Fine-tuned {model_text(tuned)}, from frozen {model_text(base)}", "", table(section, headline), "",
+    out = [f"**Fine-tuned {model_text(tuned)}, from frozen {model_text(base)}**", "", table(section, headline), "",
            "Order against each heuristic at equal mean passes, on each denoiser:"]
     out += [versus_sentence(s, r, n, t, headline, higher, task) for s, r, n, t in section.versus] or ["- no heuristic "
                                                                                                 "reaches them."]
