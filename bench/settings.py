@@ -17,6 +17,7 @@ TIERS = ("quick", "default", "paper", "ci")   # the preset tiers a task may decl
 SPLIT_TIER = "default"   # the tier whose specs the validation preset runs on a task's validation split
 TASK_SETTINGS = {}   # task name -> TaskSettings
 ABLATIONS = {}       # key -> Ablation
+DENOISER_ABLATIONS = {}   # key -> DenoiserAblation
 DRAWN_ORDERS = {}    # (strategy name, parameters) -> the parameters (a dict) of runs that draw their order
 
 
@@ -29,6 +30,28 @@ class Ablation:
     where: dict
     without: str
     without_where: dict
+
+
+@dataclass(frozen=True)
+class DenoiserAblation:
+    """A denoiser fine-tuned from a task's model against that model, crossed with a trained order
+    against heuristics: `bench report` pairs the runs of every model whose summaries name the task's
+    compared model as ``derived_from`` with that model's runs on the same inputs (bench.report.denoisers).
+
+    Attributes:
+        idea: what the fine-tuning is, in words.
+        order: the strategy name of the trained order; ``order_where`` its fixed parameters.
+        heuristics: strategy names each order run is compared with at its mean passes, on each denoiser.
+        stem: the report file is ``<stem>_<task>.md``.
+        pair_ignores: parameters two order runs may differ in and still pair across the denoisers
+            (the file of the order trained with each).
+    """
+    idea: str
+    order: str
+    order_where: dict
+    heuristics: tuple
+    stem: str
+    pair_ignores: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -90,6 +113,17 @@ def caller_module(depth=2):
 def register_ablation(key, ablation):
     """Declare ``ablation`` under ``key`` (a task's settings name the keys that apply to it)."""
     return claim("ablation", ABLATIONS, key, ablation, origin=caller_module())
+
+
+def register_denoiser_ablation(key, ablation):
+    """Declare ``ablation`` (a DenoiserAblation) under ``key``: `bench report` writes its file for every
+    task with runs of a model derived from the task's compared one."""
+    return claim("denoiser ablation", DENOISER_ABLATIONS, key, ablation, origin=caller_module())
+
+
+def denoiser_ablations():
+    load_plugins("presets")
+    return dict(DENOISER_ABLATIONS)
 
 
 def register_drawn_order(strategy, where=None):

@@ -5,6 +5,7 @@
 - ``interpolation``: a line's quality at a budget (linear or monotone cubic in log passes);
 - ``cost``: a run's passes as users pay them (percentiles, batched steps);
 - ``claims``: a task's claims computed (``TaskVerdicts``: budgets, speed-up rows, ablation pairs);
+- ``denoisers``: a fine-tuned denoiser's runs paired with its base model's (``<stem>_<task>.md``);
 - ``render``: claims and tables rendered as Markdown, CSV, LaTeX and plain text;
 - ``canvas``: what every figure shares (print sizes, family styles, saving, the text-fit check);
 - ``figures``: the Pareto plots (matplotlib);

@@ -1,5 +1,7 @@
 """`bench report`: figures and tables per task drawn from result files only (never runs a model):
-which runs form a task's comparison group, what is written where, and the Markdown sync."""
+which runs form a task's comparison group, what is written where, and the Markdown sync. Runs of a
+model fine-tuned from a task's compared one are left out of its group and paired with it in their
+own file (bench.report.denoisers)."""
 import os
 import tempfile
 from collections import Counter
@@ -10,6 +12,7 @@ from bench.presets import VALIDATION_OUT
 from bench.registry import REPORTS, load_plugins
 from bench.report.canvas import family_styles
 from bench.report.claims import choose, task_verdicts
+from bench.report.denoisers import write_denoiser_reports
 from bench.report.docs import sync_markdown
 from bench.report.figures import draw_figures
 from bench.report.gallery import write_gallery
@@ -137,6 +140,7 @@ def write_all_tables(results_dir, out_dir):
     groups = task_groups(results_dir)
     paths = [p for task, (group, _, verdicts) in groups.items() for p in write_tables(group, task, out_dir, verdicts)]
     paths += write_ablations([verdicts for _, _, verdicts in groups.values()], out_dir)
+    paths += write_denoiser_reports(results_dir, out_dir, {task: group for task, (group, _, _) in groups.items()})
     return paths + [p for section in plugin_sections(results_dir, out_dir, figures=False).values() for p in section]
 
 
@@ -218,6 +222,8 @@ def report(results_dir, out_dir=None, docs_root=None):
         print(f"{task}: {len(group)} runs{note} -> {', '.join(p.name for p in paths)} in {out_dir}")
     for path in write_ablations([verdicts for _, _, verdicts in groups.values()], out_dir):
         print(f"ablations: {path.name} in {out_dir}")
+    for path in write_denoiser_reports(results_dir, out_dir, {task: group for task, (group, _, _) in groups.items()}):
+        print(f"fine-tuned denoisers: {path.name} in {out_dir}")
     for name, paths in plugin_sections(results_dir, out_dir).items():
         drawn += paths
         if paths:

@@ -1,6 +1,7 @@
 """What every report figure shares: the two print sizes, the colour-blind-safe family styles,
 saving (PNG and PDF, a caption in each file's metadata), text placed only where it fits, and the
 check that no text leaves the canvas, overlaps another or is printed under 7 pt."""
+import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,8 +180,23 @@ def legend_columns(width_inches, font, labels):
 
 def wrapped_label(text, chars=14):
     """A legend label broken on spaces into lines of about ``chars`` characters (a panel's legend
-    must fit inside a narrow panel)."""
-    return textwrap.fill(text, chars, break_long_words=False)
+    must fit inside a narrow panel); a longer word holding a file path (a parameter naming a file)
+    is broken after its slashes too."""
+    lines = textwrap.fill(text, chars, break_long_words=False).split("\n")
+    return "\n".join(piece for line in lines for piece in path_pieces(line, chars))
+
+
+def path_pieces(line, chars):
+    """``line`` cut after slashes into pieces of at most about ``chars`` characters ([line] when it fits
+    or holds no slash)."""
+    if len(line) <= chars or "/" not in line:
+        return [line]
+    pieces = [""]
+    for part in re.split(r"(?<=/)", line):
+        if pieces[-1] and len(pieces[-1]) + len(part) > chars:
+            pieces.append("")
+        pieces[-1] += part
+    return pieces
 
 
 # --- axes ------------------------------------------------------------------------------------------

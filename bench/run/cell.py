@@ -210,6 +210,17 @@ def mark_natural(metrics, natural):
     return metrics
 
 
+def model_entry(model, config):
+    """The summary's model: its id, path and size, and for a checkpoint fine-tuned from another
+    (its meta's ``derived_from``: the base checkpoint's id) that id, so `bench report` can pair its
+    runs with the base model's on the same inputs."""
+    entry = {"id": model.checkpoint_id, "path": config["task_options"].get("model"), "n_params": model.n_params}
+    derived_from = (getattr(model, "meta", None) or {}).get("derived_from")
+    if derived_from:
+        entry["derived_from"] = derived_from
+    return entry
+
+
 def summarize(run, records, model):
     """The summary of ``run`` from its ``records``; ``model`` is what it names as the run's model."""
     task, config = run.task, run.config
@@ -217,8 +228,7 @@ def summarize(run, records, model):
     floor, natural = task.floor(), task.natural_variation(len(records))
     return {"schema_version": SCHEMA_VERSION, "task": task.name, "strategy": config["strategy_spec"].split(":")[0],
             "label": run.label, "config": config, "headline": task.headline,
-            "model": {"id": model.checkpoint_id, "path": config["task_options"].get("model"),
-                      "n_params": model.n_params},
+            "model": model_entry(model, config),
             "device": model_placement(model).describe(),
             "metrics": mark_natural(task.summarize(records), natural) + aux_pass_metrics(records, run.strategy),
             "n_samples": len(records), "wall_seconds": seconds, "first_pass_shared_rows": run.shared_first_rows,

@@ -1,7 +1,9 @@
 """Learned-order training curves for `bench report`, read from the training logs (every
 tasks/*/weights/**/order_policy_T*.log and the kept attempts under .../attempts/): P's held-out
 log-likelihood and the task's reward of P's decodes (sampled and thresholded) against training
-steps, one line per budget T, and a Markdown table of the start and end of every curve. Imports
+steps, one line per budget T, and a Markdown table of the start and end of every curve (the
+jointly trained pairs of weights/joint/ and their frozen-denoiser counterparts included, each
+folder its own figure, its denoiser setting in the table). Imports
 no model code (`bench report` loads this module alone)."""
 import ast
 import re
@@ -15,13 +17,16 @@ from bench.report.canvas import PALETTE, legend_columns, save_figure, variant_st
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 HELD_OUT = re.compile(r"train\.order step (?P<step>\d+) held-out (?P<stats>.*)$")
-SETTINGS = ("objective", "lr", "K", "batch_size", "d_inner", "init_sharpness", "match_weight", "loglik_weight")
+SAVED = re.compile(r"train\.order saved \S+\.pt: held-out .*, (?P<seconds>\d+) s$")   # the run's training time
+SETTINGS = ("objective", "denoiser", "denoiser_lr", "param", "lr", "K", "batch_size", "d_inner", "init_sharpness",
+            "match_weight", "loglik_weight")
 PANELS = (("loglik_p", "P's held-out log-likelihood\nE_P[log p(x0 | order)] (nats)"),
           ("reward_sample", "held-out reward, P sampled"), ("reward_threshold", "held-out reward, P thresholded"))
 
 
 def parse_log(path):
-    """(config dict, [held-out measurement dicts with 'step']) of the last training run in a log."""
+    """(config dict, [held-out measurement dicts with 'step']) of the last training run in a log; the
+    config holds the run's training ``seconds`` where the log says it finished."""
     config, evals = None, []
     for line in Path(path).read_text().splitlines():
         if "training examples" in line and "; config " in line:
@@ -29,6 +34,8 @@ def parse_log(path):
         elif (found := HELD_OUT.search(line)) and config is not None:
             words = found["stats"].split()
             evals.append({"step": int(found["step"]), **dict(zip(words[::2], map(float, words[1::2])))})
+        elif (found := SAVED.search(line)) and config is not None:
+            config["seconds"] = int(found["seconds"])
     return config, evals
 
 
@@ -74,14 +81,15 @@ def draw_curves(label, items, out_dir):
 def curve_table(found):
     """Markdown: for every log, its settings and the held-out numbers at step 0 and at its last measurement."""
     keys = ("loglik_p", "reward_sample", "passes_sample", "reward_threshold", "passes_threshold")
-    lines = ["| task | log | T | objective, settings | last step | " + " | ".join(f"{k} (start -> end)" for k in keys)
-             + " |", "|---|---|---|---|---|" + "---|" * len(keys)]
+    lines = ["| task | log | T | objective, settings | last step | training s | "
+             + " | ".join(f"{k} (start -> end)" for k in keys) + " |", "|---|---|---|---|---|---|" + "---|" * len(keys)]
     for label, items in found.items():
         for budget, cfg, evals, name in items:
-            settings = ", ".join(f"{k}={cfg[k]}" for k in SETTINGS if k in cfg)
+            shown = [k for k in SETTINGS if k in cfg and not (k == "denoiser_lr" and cfg.get("denoiser") != "joint")]
+            settings = ", ".join(f"{k}={cfg[k]}" for k in shown)
             cells = [f"{evals[0][k]:.3f} -> {evals[-1][k]:.3f}" if k in evals[0] else "-" for k in keys]
             lines.append(f"| {label} | {name} | {budget} | {settings} | {evals[-1]['step']} of {cfg['steps']} | "
-                         + " | ".join(cells) + " |")
+                         f"{cfg.get('seconds', '-')} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

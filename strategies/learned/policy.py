@@ -20,6 +20,20 @@ positions of lower entropy) and a = ``init_sharpness``: thresholded at p >= 0.5 
 EB-Sampler with gamma = init_gamma, and sampled it is a noisy EB-Sampler. A policy is trained
 for a fixed step budget T: at step T (the T-th pass) everything still masked is revealed.
 
+Two parameterisations of p_n from the scores (``PolicyConfig.param``):
+
+- ``sigmoid`` (the default): p_n = eps + (1 - 2 eps) sigmoid(s_n / temperature), each position alone;
+- ``relative`` (the posterior of Fox et al. 2026 as the issue describes it: each position scored
+  relative to the best-scored masked one, with a temperature, so that similar scores go in the same
+  step): p_n = eps + (1 - 2 eps) exp((s_n - max_m s_m) / temperature), the max over masked m. The best
+  position gets 1 - eps and one scored temperature * ln 2 below it gets 1/2. Both networks start
+  with slope ln 2 on C_n / gamma (s = -ln 2 C_n / gamma + const), so the untrained policy
+  thresholded is again EB-Sampler(gamma) (p_n >= 1/2 exactly where C_n <= gamma); ``init_sharpness``
+  is the sigmoid's alone.
+
+Either way the reveal distribution is the same family (independent Bernoulli in [eps, 1 - eps],
+conditioned on at least one reveal), so ``reveal_kl`` is the exact, finite KL for both.
+
 Also here: RLOO advantages, and saving/loading with a check of the model checkpoint the policy
 belongs to.
 """
@@ -38,6 +52,7 @@ from bench.errors import BenchError
 N_SCALARS = 8
 EB_COST = 2            # index of the normalised EB cost among the scalars
 MODES = ("sample", "threshold")
+PARAMS = ("sigmoid", "relative")   # how scores become reveal probabilities (``reveal_probs``)
 FORMAT = 2             # policy file format: 2 = sigmoid reveal probabilities conditioned on >= 1 reveal
 
 
@@ -59,6 +74,7 @@ class PolicyConfig:
     init_gamma: float = 0.3       # initial policy: EB-Sampler(init_gamma); also the EB cost's unit
     init_sharpness: float = 4.0   # initial score a (1 - C / gamma): p = 0.98 at C = 0, 0.5 at gamma
     eps: float = 1e-3             # every reveal probability lies in [eps, 1 - eps]
+    param: str = "sigmoid"        # PARAMS: sigmoid of each score, or exp of its gap to the best masked one
 
     def to_dict(self):
         return asdict(self)
@@ -80,8 +96,9 @@ class OrderNet(nn.Module):
                 self.mlp[-1].weight.zero_()
                 self.mlp[-1].bias.zero_()
             self.linear.weight.zero_()
-            self.linear.weight[0, EB_COST] = -cfg.init_sharpness
-            self.linear.bias.fill_(cfg.init_sharpness)
+            slope = math.log(2) if cfg.param == "relative" else cfg.init_sharpness   # p = 1/2 at C = gamma
+            self.linear.weight[0, EB_COST] = -slope
+            self.linear.bias.fill_(slope)
 
     def forward(self, hidden, scalars):
         """hidden [B, N, D], scalars [B, N, S] -> scores [B, N]."""
@@ -124,8 +141,16 @@ def eb_cost(entropy, masked):
     return torch.empty_like(before).scatter_(1, order, before).masked_fill(~masked, 0.0)
 
 
-def reveal_probs(scores, masked, temperature, eps):
-    """[B, N] p_n = eps + (1 - 2 eps) sigmoid(s_n / temperature) on masked positions, 0 elsewhere."""
+def reveal_probs(scores, masked, temperature, eps, param="sigmoid"):
+    """[B, N] reveal probabilities on masked positions, 0 elsewhere: p_n = eps + (1 - 2 eps) g_n with
+    g_n = sigmoid(s_n / temperature) (``sigmoid``) or exp((s_n - max over masked s) / temperature)
+    (``relative``)."""
+    if param == "relative":
+        best = scores.masked_fill(~masked, float("-inf")).amax(1, keepdim=True)
+        gap = (scores - best).masked_fill(~masked, 0.0)      # <= 0 on the mask; 0 keeps finished rows finite
+        return (eps + (1 - 2 * eps) * torch.exp(gap / temperature)) * masked
+    if param != "sigmoid":
+        raise BenchError(f"unknown policy parameterisation {param!r}; choose from: {', '.join(PARAMS)}")
     return (eps + (1 - 2 * eps) * torch.sigmoid(scores / temperature)) * masked
 
 

@@ -3,7 +3,8 @@
 Each pass, a small network scores every masked position from the frozen model's hidden state and
 normalised entropy, confidence and EB-cost features; position n is revealed with probability
 eps + (1 - 2 eps) sigmoid(s_n / temperature), the draws conditioned on revealing at least one
-position (strategies/learned/policy.py). A policy is
+position (strategies/learned/policy.py; a policy trained with param=relative scores each position
+relative to the best masked one instead). A policy is
 trained for a step budget T (`python -m bench train order --task TASK T=5`) and ships as
 tasks/<task>/weights/order_policy_T{T}.pt; at the T-th pass everything still masked is revealed,
 so no input takes more than T passes.
@@ -83,6 +84,6 @@ class Learned(Strategy):
         if not all_finite(scores):
             raise BenchError(f"order policy {self.policy_path} returned non-finite scores; retrain it with: "
                              f"{train_command(self.task_name, self.T)}")
-        probs = reveal_probs(scores.float(), state.masked, self.temperature, cfg.eps)
+        probs = reveal_probs(scores.float(), state.masked, self.temperature, cfg.eps, cfg.param)
         uniforms = state.uniform(f"learned:{self.seed}") if self.mode == "sample" else None  # each input's own draws
         return choose_reveals(probs, state.masked, self.mode, uniforms=uniforms)

@@ -21,6 +21,18 @@ out from Q revealing x0's values:
 the two conditioned Bernoulli families.) phi gets REINFORCE on the whole return with the RLOO
 baseline plus the KL's pathwise gradient; psi gets the KL's gradient.
 
+``denoiser=joint`` (objective elbo; the default ``frozen`` keeps the task's model as it is): the
+denoiser theta learns with the order, as the paper trains it. The ELBO's cross-entropy term
+sum_t sum_{n in r_t} log p_theta(x0_n | x_t), on the states Q's orders visit, is differentiated
+pathwise into theta (its own learning rate ``denoiser_lr``, small: the model is already trained;
+the same warm-up and cosine decay). The policies read the denoiser's hidden states and
+log-probabilities as *detached* inputs: theta gets the cross-entropy's gradient only, not the
+gradient of the KL or of Q's REINFORCE term through those features (a partial gradient of the
+ELBO in theta, which keeps the denoiser a denoiser rather than a feature extractor for the
+policies). The fine-tuned denoiser is saved beside the policy by the task's own checkpoint code
+(``save_denoiser``), and the policy records that checkpoint's id, so `bench run --model` with it
+decodes with the pair.
+
 Both run on the task's ``order_examples`` (training data only); ``n_eval`` of them are held out and
 measured ``eval_every`` steps: the ELBO, P's log-likelihood E_P[log p(x0 | order)] (a lower
 bound on log p_P(x0) by Jensen), and the task's quality of P's decodes, sampled and thresholded.
@@ -34,7 +46,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from bench.checkpoints import count_params
+from bench.checkpoints import count_params, file_id
 from bench.decode import decode
 from bench.device import place, selected
 from bench.errors import BenchError
@@ -42,6 +54,7 @@ from bench.registry import register_trainer, set_fields
 from bench.training import setup_log
 from strategies.learned import ORDER_TASK
 from strategies.learned.policy import (
+    PARAMS,
     OrderNet,
     PolicyConfig,
     choose_reveals,
@@ -56,6 +69,7 @@ from strategies.learned.policy import (
 
 log = logging.getLogger("train.order")
 OBJECTIVES = ("reward", "elbo")
+DENOISERS = ("frozen", "joint")   # the task's model as it is, or fine-tuned with the order (objective elbo)
 
 # Per-task defaults come from the task's ``order_training``: batch (training examples per step),
 # step_units (steps = step_units / T, so every budget gets about the same number of forward
@@ -86,6 +100,11 @@ class OrderTrainConfig:
     eval_every: int = 0           # steps between held-out measurements (0: ten per run)
     seed: int = 0
     threads: int = 1              # torch CPU threads (one: training shares the machine)
+    denoiser: str = "frozen"      # DENOISERS: frozen, or joint (objective elbo: fine-tuned with the ELBO's
+                                  # cross-entropy, saved beside the policy)
+    denoiser_lr: float = 3e-5     # peak learning rate of the denoiser under denoiser=joint (3% of the
+                                  # shipped models' pretraining peak 1e-3: it is trained already)
+    param: str = "sigmoid"        # PARAMS: how both policies turn scores into reveal probabilities
 
 
 def resolve(cfg, task):
@@ -100,8 +119,7 @@ def resolve(cfg, task):
     cfg.n_eval = cfg.n_eval or defaults["n_eval"]
     cfg.eval_every = cfg.eval_every or max(1, cfg.steps // 10)
     cfg.init_gamma = cfg.init_gamma or defaults["init_gamma"].get(cfg.T, 0.0)
-    if cfg.objective not in OBJECTIVES:
-        raise BenchError(f"objective={cfg.objective!r} is not allowed; choose from: {', '.join(OBJECTIVES)}")
+    check_choices(cfg)
     if cfg.objective == "reward" and not has_reward(task):
         raise BenchError(f"task {task.name} has no per-input order reward; train its order with objective=elbo")
     if cfg.init_gamma <= 0:
@@ -114,6 +132,25 @@ def resolve(cfg, task):
     if not (cfg.temperature > 0 and 0 < cfg.eps < 0.5):
         raise BenchError(f"need temperature > 0 and 0 < eps < 0.5, got {cfg.temperature}, {cfg.eps}")
     return cfg
+
+
+def check_choices(cfg):
+    """One-line errors for the options with a fixed set of values, and denoiser=joint's needs."""
+    for key, allowed in (("objective", OBJECTIVES), ("denoiser", DENOISERS), ("param", PARAMS)):
+        if getattr(cfg, key) not in allowed:
+            raise BenchError(f"{key}={getattr(cfg, key)!r} is not allowed; choose from: {', '.join(allowed)}")
+    if cfg.denoiser == "joint" and cfg.objective != "elbo":
+        raise BenchError(f"denoiser=joint trains the denoiser on the ELBO's cross-entropy; it needs objective=elbo, "
+                         f"got objective={cfg.objective}")
+    if not cfg.denoiser_lr > 0:
+        raise BenchError(f"denoiser_lr must be > 0, got {cfg.denoiser_lr}")
+
+
+def check_trainable(task, model):
+    """denoiser=joint needs a torch network behind the model and the task's way to save it."""
+    if not isinstance(getattr(model, "network", None), torch.nn.Module) or not hasattr(task, "save_denoiser"):
+        raise BenchError(f"task {task.name} has no trainable denoiser (a torch network and the task's "
+                         f"save_denoiser); train its order with denoiser=frozen")
 
 
 def has_reward(task):
@@ -136,10 +173,20 @@ def frozen_pass(model, tokens, masked, values):
     return out.hidden.float().cpu().clone(), log_probs, log_probs.gather(-1, values[..., None]).squeeze(-1)
 
 
+def joint_pass(model, tokens, masked, values):
+    """(hidden, log_probs, log p(x0_n | x_t)) of one pass with gradient into the denoiser: the
+    policies' inputs (hidden, log_probs) detached, log p(x0) not (the ELBO's cross-entropy term)."""
+    device = next(model.network.parameters()).device
+    out = model.forward(tokens.to(device), masked.to(device))   # the network's own pass, outside inference mode
+    log_probs = torch.log_softmax(out.logits.float().cpu(), -1)
+    lpx0 = log_probs.gather(-1, values[..., None]).squeeze(-1)
+    return out.hidden.float().cpu().detach(), log_probs.detach(), lpx0
+
+
 def policy_probs(network, hidden, log_probs, masked, t, cfg, lpx0=None):
     """[B, N] the reveal probabilities of ``network`` at step t (with gradient)."""
     scalars = position_scalars(log_probs, masked, t, cfg.T, network.cfg.init_gamma, lpx0)
-    return reveal_probs(network(hidden, scalars), masked, cfg.temperature, network.cfg.eps)
+    return reveal_probs(network(hidden, scalars), masked, cfg.temperature, network.cfg.eps, network.cfg.param)
 
 
 @dataclass
@@ -155,7 +202,8 @@ class Roller:
     """Rolls out orders of a batch revealing x0's values, drawn from Q (``use='posterior'``) or P (``'prior'``).
 
     Args:
-        model: the frozen MaskedModel.
+        model: the MaskedModel (its passes carry gradient into it where ``cfg.denoiser`` is joint and
+            gradients are on).
         prior: P_psi, an OrderNet without the true-token feature.
         posterior: Q_phi, an OrderNet with it (None: only ``use='prior'`` works).
         cfg: the OrderTrainConfig (T, temperature).
@@ -174,7 +222,7 @@ class Roller:
         if use == "prior":
             reveal = choose_reveals(p.detach(), masked, "sample", self.generator)
             return reveal, reveal_log_prob(p, reveal, masked), torch.zeros(len(masked))
-        q = policy_probs(self.posterior, hidden, log_probs, masked, t, self.cfg, lpx0)
+        q = policy_probs(self.posterior, hidden, log_probs, masked, t, self.cfg, lpx0.detach())
         reveal = choose_reveals(q.detach(), masked, "sample", self.generator)
         return reveal, reveal_log_prob(q, reveal, masked), reveal_kl(q, p, masked)
 
@@ -189,7 +237,7 @@ class Roller:
             k: orders per example.
             use: ``posterior`` (draw from Q) or ``prior`` (draw from P).
         """
-        first = [part.repeat_interleave(k, 0) for part in frozen_pass(self.model, start, start_masked, values)]
+        first = [part.repeat_interleave(k, 0) for part in self.model_pass(start, start_masked, values)]
         x0, values = x0.repeat_interleave(k, 0), values.repeat_interleave(k, 0)
         tokens, masked = start.repeat_interleave(k, 0), start_masked.repeat_interleave(k, 0)
         out = Rollout(torch.zeros(len(x0)), torch.zeros(len(x0)), torch.zeros(len(x0)),
@@ -198,12 +246,18 @@ class Roller:
             idx = masked.any(1).nonzero().squeeze(1)
             if idx.numel() == 0:
                 break
-            view = [part[idx] for part in first] if t == 0 else frozen_pass(
-                self.model, tokens[idx], masked[idx], values[idx])    # the start state's pass is shared
+            view = [part[idx] for part in first] if t == 0 else self.model_pass(
+                tokens[idx], masked[idx], values[idx])    # the start state's pass is shared
             reveal = self.reveal(view, masked[idx], t, use, idx, out)
             tokens[idx] = torch.where(reveal, x0[idx], tokens[idx])
             masked[idx] &= ~reveal
         return out
+
+    def model_pass(self, tokens, masked, values):
+        """The denoiser's pass: with gradient into it under denoiser=joint while training, else frozen."""
+        if self.cfg.denoiser == "joint" and torch.is_grad_enabled():
+            return joint_pass(self.model, tokens, masked, values)
+        return frozen_pass(self.model, tokens, masked, values)
 
     def reveal(self, view, masked, t, use, idx, out):
         """The positions revealed at step t (all that is left at the last step); adds the step to ``out``."""
@@ -212,7 +266,7 @@ class Roller:
         else:
             reveal, log_q, kl = self.step(view, masked, t, use)
             out.log_q, out.kl = out.log_q.index_add(0, idx, log_q), out.kl.index_add(0, idx, kl)
-        out.loglik[idx] += view[2].masked_fill(~reveal, 0.0).sum(1)
+        out.loglik = out.loglik.index_add(0, idx, view[2].masked_fill(~reveal, 0.0).sum(1))
         out.passes[idx] += 1
         return reveal
 
@@ -288,7 +342,12 @@ class Trainer:
         self.roller = Roller(model, prior, posterior, cfg, self.generator)
 
     def parameters(self):
+        """The policies' parameters."""
         return [p for net in (self.prior, self.posterior) if net is not None for p in net.parameters()]
+
+    def denoiser_parameters(self):
+        """The denoiser's parameters under denoiser=joint, else none (it stays frozen)."""
+        return list(self.model.network.parameters()) if self.cfg.denoiser == "joint" else []
 
     def loss(self, batch, step):
         """(loss, stats) of one optimiser step's batch (x0, start, start_masked, values)."""
@@ -300,6 +359,8 @@ class Trainer:
         out = self.roller.run(x0, start, start_masked, values, cfg.K)
         elbo = (out.loglik - out.kl).detach()
         loss = reinforce_loss(out.log_q.view(-1, cfg.K), elbo.view(-1, cfg.K)) + out.kl.mean()
+        if out.loglik.requires_grad:          # denoiser=joint: the cross-entropy, pathwise into theta
+            loss = loss - out.loglik.mean()
         return loss, {"elbo": elbo.mean().item(), "loglik": out.loglik.mean().item(), "kl": out.kl.mean().item(),
                       "passes": out.passes.float().mean().item()}
 
@@ -345,7 +406,8 @@ class Trainer:
 def make_networks(d_hidden, cfg):
     """(P_psi, Q_phi or None), both starting as EB-Sampler with gamma = cfg.init_gamma."""
     def order_net(posterior):
-        return OrderNet(PolicyConfig(d_hidden, cfg.d_inner, posterior, cfg.init_gamma, cfg.init_sharpness, cfg.eps))
+        return OrderNet(PolicyConfig(d_hidden, cfg.d_inner, posterior, cfg.init_gamma, cfg.init_sharpness, cfg.eps,
+                                     cfg.param))
 
     return order_net(False), (order_net(True) if cfg.objective == "elbo" else None)
 
@@ -361,9 +423,12 @@ def batches(n_train, cfg, generator):
 
 
 def fit(trainer, data, held_out):
-    """Train the policies in place; returns (training curve, held-out curve)."""
-    cfg, params = trainer.cfg, trainer.parameters()
-    opt = torch.optim.Adam(params, lr=cfg.lr)
+    """Train the policies (and the denoiser under denoiser=joint) in place; returns (training curve,
+    held-out curve). Each has its own learning rate and its own gradient clip, so the denoiser's
+    larger gradient does not shrink the policies' steps."""
+    cfg, params, theta = trainer.cfg, trainer.parameters(), trainer.denoiser_parameters()
+    groups = [{"params": params, "lr": cfg.lr}] + ([{"params": theta, "lr": cfg.denoiser_lr}] if theta else [])
+    opt = torch.optim.Adam(groups)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps))
     curve, evals, window = [], [dict(step=0, **trainer.measure(held_out))], []
     log.info("step 0 held-out %s", stats_text(evals[-1]))
@@ -373,7 +438,8 @@ def fit(trainer, data, held_out):
         loss, stats = trainer.loss([part[rows] for part in data], step)
         opt.zero_grad()
         (loss / scale).backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        for group in groups:
+            torch.nn.utils.clip_grad_norm_(group["params"], 1.0)
         opt.step()
         sched.step()
         window.append(stats)
@@ -392,9 +458,29 @@ def stats_text(stats):
     return " ".join(f"{k} {v:.4f}" for k, v in stats.items() if k != "step")
 
 
+def default_path(task, cfg):
+    """Where a policy goes without --out: the task's order_policy_T{T}.pt, or under denoiser=joint
+    weights/joint/ (a joint pair never overwrites the shipped frozen-denoiser policy)."""
+    folder = Path(task.weights_dir) / ("joint" if cfg.denoiser == "joint" else "")
+    return folder / file_name(cfg.T)
+
+
+def denoiser_path(policy_path):
+    """The fine-tuned denoiser's checkpoint beside its policy: order_policy_T5.pt -> order_policy_T5_denoiser.pt."""
+    return Path(policy_path).with_name(Path(policy_path).stem + "_denoiser.pt")
+
+
+def save_joint_denoiser(task, model, path, meta):
+    """Save the fine-tuned denoiser with the task's checkpoint code; returns its checkpoint id (what
+    the policy beside it records, and what `bench run --model PATH` names the model)."""
+    task.save_denoiser(model, path, meta)
+    return file_id(path)
+
+
 def train_order(task, cfg, out=None, command=None):
     """Train and save the order policy of ``task``'s model at budget ``cfg.T``; its untrained
-    initialisation is saved beside it (``*_init.pt``).
+    initialisation is saved beside it (``*_init.pt``). Under denoiser=joint the fine-tuned denoiser
+    is saved beside it too (``*_denoiser.pt``), and the policy belongs to that checkpoint.
 
     Args:
         task: a task with ``order_examples`` and ``order_training`` (and ``order_reward`` for objective reward).
@@ -407,7 +493,10 @@ def train_order(task, cfg, out=None, command=None):
     """
     cfg = resolve(cfg, task)
     torch.manual_seed(cfg.seed)
-    model = place(task.load_model(), selected())   # the frozen model on --device; the policies stay on the CPU
+    model = place(task.load_model(), selected())   # the model on --device; the policies stay on the CPU
+    if cfg.denoiser == "joint":
+        check_trainable(task, model)
+    base_id = model.checkpoint_id
     x0, start, start_masked = task.order_examples()
     keep = start_masked.any(1)
     data = [x0[keep], start[keep], start_masked[keep], value_index(model, x0)[keep]]
@@ -416,7 +505,7 @@ def train_order(task, cfg, out=None, command=None):
     log.info("task %s model %s: %d training examples, %d held out; config %s", task.name, model.checkpoint_id,
              len(data[0]), cfg.n_eval, asdict(cfg))
     prior, posterior = make_networks(frozen_pass(model, *held_out[1:3], held_out[3])[0].shape[-1], cfg)
-    path = Path(out or task.weights_dir / file_name(cfg.T))
+    path = Path(out or default_path(task, cfg))
     save_policy(path.with_name(path.stem + "_init.pt"), prior.eval(), None, model.checkpoint_id, cfg.T, cfg.temperature,
                 {"untrained": True, "train_config": asdict(cfg)})
     began = time.perf_counter()
@@ -425,7 +514,13 @@ def train_order(task, cfg, out=None, command=None):
     meta = {"train_config": asdict(cfg), "curve": curve, "held_out": evals, "seconds": seconds,
             "train_examples": len(data[0]), "n_params": sum(count_params(n) for n in (prior, posterior) if n),
             "command": command or f"python -m bench train order --task {task.name} T={cfg.T}"}
-    save_policy(path, prior.eval(), posterior and posterior.eval(), model.checkpoint_id, cfg.T, cfg.temperature, meta)
+    model_id = base_id
+    if cfg.denoiser == "joint":
+        model_id = save_joint_denoiser(task, model, denoiser_path(path), {**meta, "derived_from": base_id,
+                                                                          "policy": path.name})
+        meta = {**meta, "derived_from": base_id, "denoiser": denoiser_path(path).name}
+        log.info("saved the fine-tuned denoiser %s: model %s (from %s)", denoiser_path(path), model_id, base_id)
+    save_policy(path, prior.eval(), posterior and posterior.eval(), model_id, cfg.T, cfg.temperature, meta)
     log.info("saved %s: held-out %s -> %s, %.0f s", path, stats_text(evals[0]), stats_text(evals[-1]), seconds)
     return path
 
@@ -435,7 +530,7 @@ def train_order_command(task, settings, out):
     """`bench train order --task T KEY=VALUE...`."""
     cfg = resolve(set_fields(OrderTrainConfig(), settings, "order training"), task)
     torch.set_num_threads(cfg.threads)
-    path = out or task.weights_dir / file_name(cfg.T)
+    path = out or default_path(task, cfg)
     setup_log(str(path).replace(".pt", ".log"))
     words = (["python", "-m", "bench", "train", "order", "--task", task.name, *settings]
              + (["--out", str(out)] if out else []))

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bench.checkpoints import save_atomic
 from bench.core import MaskedModel, ModelOutput
 from bench.networks import NetworkModel, TransformerBlock
 from tasks.hmm import chain
@@ -105,3 +106,7 @@ class HMMMDM(NetworkModel):
         logits, hidden = self.network(tokens, masked)
         return ModelOutput(logits=logits, hidden=hidden)
 
+
+def save_mdm(path, network, meta):
+    """Write an HMMTransformer as task hmm_mdm's ``--model PATH`` loads it."""
+    save_atomic(path, {"config": network.cfg.to_dict(), "state_dict": network.state_dict(), "meta": meta})

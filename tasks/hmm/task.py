@@ -30,7 +30,7 @@ from bench.results import cached_json
 from bench.stats import basic_bootstrap_groups, difference_metric, mean_metric
 from tasks.hmm import chain
 from tasks.hmm.chain import DEFAULT_HMM, HMM_FILE_LIMIT
-from tasks.hmm.model import DEFAULT_MDM, HMMMDM, ExactHMMModel, HMMModelConfig, HMMTransformer
+from tasks.hmm.model import DEFAULT_MDM, HMMMDM, ExactHMMModel, HMMModelConfig, HMMTransformer, save_mdm
 
 HERE = Path(__file__).parent
 N_SEQUENCES = 1000
@@ -210,3 +210,7 @@ class HMMMDMTask(HMMTask):
     def train_model(self, settings, out):
         from tasks.hmm.hooks import train_model
         train_model(settings, out)
+
+    def save_denoiser(self, model, path, meta):
+        """A fine-tuned MDM (the learned order's denoiser=joint) as ``--model PATH`` loads it."""
+        save_mdm(path, model.network, meta)

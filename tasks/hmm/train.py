@@ -15,9 +15,8 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from bench.checkpoints import save_atomic
 from tasks.hmm import chain
-from tasks.hmm.model import HMMTransformer
+from tasks.hmm.model import HMMTransformer, save_mdm
 
 log = logging.getLogger("train.hmm_mdm")
 
@@ -91,5 +90,5 @@ def train(model_cfg, cfg, out):
     meta = {"train": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__},
             "seconds": round(time.perf_counter() - start),
             "validation_loss": validation_loss(network, hmm), "command": "python -m bench train hmm_mdm"}
-    save_atomic(out, {"config": model_cfg.to_dict(), "state_dict": network.state_dict(), "meta": meta})
+    save_mdm(out, network, meta)
     log.info("saved %s: %s", out, meta)

@@ -9,7 +9,7 @@ from bench.provenance import portable_path
 from bench.registry import register_task
 from bench.stats import mean_metric, ratio_metric
 from tasks.sudoku import hooks
-from tasks.sudoku.checkpoint import DEFAULT_WEIGHTS, load_sudoku_model
+from tasks.sudoku.checkpoint import DEFAULT_WEIGHTS, load_sudoku_model, save_checkpoint
 from tasks.sudoku.data import NOTE_ROWS, TEST_SET, check_solutions, data_id, note, read_puzzles
 from tasks.sudoku.generate import grid_string
 from tasks.sudoku.solver import breaks_rules, search_nodes, solution_near
@@ -158,6 +158,10 @@ class SudokuTask(Task):
 
     def order_reward(self, x0, tokens, log_q):
         return hooks.solved_boards(tokens)
+
+    def save_denoiser(self, model, path, meta):
+        """A fine-tuned model (the learned order's denoiser=joint) as ``--model PATH`` loads it."""
+        save_checkpoint(path, model.network, meta)
 
 
 def grade(puzzle, grid, solution, unique):
