@@ -36,6 +36,12 @@ DEFAULT = (["sequential"] + sweep("topk", "k", (2, 3, 5, 7, 10)) + sweep("margin
            + sweep("eb", "gamma", DEFAULT_EB) + sweep("threshold", "tau", (0.99, 0.95, 0.9, 0.8, 0.7))
            + sweep("mi", "gamma", DEFAULT_MI) + sweep("mi", "gamma", DEFAULT_MI, ",lam=0")
            + sweep("mi_eb", "gamma", DEFAULT_EB) + learned_sweep((5, 10, 15)) + FIELD)
+# Issue 33's 2x2 on the shipped denoiser: the ELBO-trained policy (param=relative, frozen denoiser)
+# and the heuristics' low-pass ends that reach T=5's passes (docs/strategies.md, the learned order).
+JOINT_BASE = (["learned:T=5,policy=tasks/sudoku/weights/elbo/order_policy_T5.pt"] + sweep("eb", "gamma", (3, 5))
+              + sweep("topk", "k", (12, 15, 20)) + sweep("margin", "k", (12, 15, 20)))
+PAPER += JOINT_BASE
+DEFAULT += JOINT_BASE
 QUICK = (["sequential", "topk:k=5", "margin:k=5", "eb:gamma=0.3", "threshold:tau=0.9"]
          + sweep("mi", "gamma", (0.3,)) + sweep("mi", "gamma", (0.3,), ",lam=0") + ["mi_eb:gamma=0.3"]
          + learned_sweep((10,), modes=("sample",)) + field_quick(8, dus_block=27, pc_lam=0))
