@@ -27,7 +27,7 @@ from bench.report.claims import ablation_at_budgets
 from bench.report.render import both_text, ci_text, markdown, p_pair
 from bench.report.sweeps import sweep_lines
 from bench.report.verdicts import is_distance, joint_indices, load_runs, make_line, params, select_line
-from bench.results import find_results
+from bench.results import scan_results
 from bench.settings import denoiser_ablations, order_is_drawn, task_settings
 
 
@@ -258,7 +258,7 @@ def write_denoiser_reports(results_dir, out_dir, base_groups):
     ablations = denoiser_ablations()
     if not ablations:
         return []
-    results, paths = find_results(results_dir), []
+    results, paths = scan_results(results_dir)[0], []   # unreadable files: task_groups named them once
     for task, base_group in base_groups.items():
         derived = derived_results([r for r in results if r["task"] == task], base_group)
         base_runs = load_runs(base_group, results_dir)[0] if derived else []
