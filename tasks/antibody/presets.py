@@ -12,7 +12,7 @@ that the whole default tier fits 60 minutes on 2 cores; docs/running.md). The bu
 16 passes, the last that two lines of the default reach (only eb goes beyond). The split's other
 test domains are there for `--limit` or a larger machine.
 """
-from bench.settings import Verdicts, register_task_settings, sweep
+from bench.settings import Validation, Verdicts, register_task_settings, sweep
 
 DEFAULT = (["sequential"] + sweep("topk", "k", (4, 8, 100)) + sweep("margin", "k", (4, 8))
            + sweep("eb", "gamma", (0.3, 1, 3)) + sweep("threshold", "tau", (0.9, 0.7)))
@@ -24,5 +24,6 @@ register_task_settings(
     "antibody", {"paper": PAPER, "default": DEFAULT, "quick": QUICK},
     limits={"quick": 16, "default": 48, "paper": 48},   # a 26M-parameter model: 48 domains, not the split's 296
     figure_references=("eb",),
+    validation=Validation(seed=0, data="validation", limit=48),   # the task's own split: genes apart from test's
     # recovery of the own germline's region (share of ~87 residues): one point is about one residue
     verdicts=Verdicts(budgets=(4, 8, 16), margin=0.01, reference="sequential"))
