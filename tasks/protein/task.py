@@ -70,6 +70,7 @@ class ProteinTask(Task):
         self.model_name = model
         self.reference = None
         self.floor_metrics = None
+        self.natural_pool = None   # the shipped reference's natural pool (null.py), read when first needed
 
     def config(self):
         model = self.model_name if self.model_name in PUBLISHED else portable_path(self.model_name or DEFAULT_WEIGHTS)
@@ -142,8 +143,9 @@ class ProteinTask(Task):
         itself (against the rest) for a custom one. Kept in the cache like the floor."""
         from tasks.protein import null
         reference = self.load_reference().sequences
-        shipped = self.reference_path.resolve() == REFERENCE_A.resolve()
-        pool = null.shipped_pool(reference) if shipped else None
+        if self.natural_pool is None and self.reference_path.resolve() == REFERENCE_A.resolve():
+            self.natural_pool = null.shipped_pool(reference)   # read once per task, not once per run
+        pool = self.natural_pool
         key = floor_key(pool or [], reference)
         return cached_json(cache_dir() / "protein" / f"null-{key}-n{n}-d{null.NULL_DRAWS}.json",
                            lambda: null.null_distribution(pool, reference, n, panel_values),
