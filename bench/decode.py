@@ -23,21 +23,24 @@ class DecodeResult:
     remasked: torch.Tensor | None = None   # [B] positions masked again (a re-masking strategy's; else None)
 
 
-def fill_values(tokens, out, pick, value_tokens, *, temperature=0.0, streams=None, step=0):
+def fill_values(tokens, out, pick, value_tokens, *, temperature=0.0, streams=None, step=0, forced=None):
     """(``tokens`` [B, N] with a value written at every position of ``pick``, [B] float64
     log-probability of those values): argmax values (temperature 0: log-probability 0, nothing is
     drawn) or values drawn from the model's distribution at ``temperature``, each from its input's
-    own stream (``streams``, bench.streams: purpose ``values``, pass ``step``). Only the picked
-    positions are computed or drawn."""
+    own stream (``streams``, bench.streams: purpose ``values``, pass ``step``). ``forced`` ([B, N]
+    value indices) writes those values instead of drawing, with their log-probability (the
+    likelihood of a given sample along the order the strategy picks). Only the picked positions
+    are computed or drawn."""
     rows, cols = pick.nonzero(as_tuple=True)
     logits = out.logits[rows, cols]                                           # [P, V]
     log_q = torch.zeros(pick.shape[0], dtype=torch.float64)
-    if temperature == 0:
+    if temperature == 0 and forced is None:
         values = logits.argmax(-1)
     else:
         log_probs = torch.log_softmax(logits.float() / temperature, dim=-1)  # [P, V]
         streams = streams if streams is not None else Streams(0, rows=pick.shape[0])
-        values = categorical(log_probs.exp(), streams.uniform(step, "values", rows, cols))
+        values = (forced[rows, cols] if forced is not None
+                  else categorical(log_probs.exp(), streams.uniform(step, "values", rows, cols)))
         drawn = log_probs.gather(-1, values.unsqueeze(-1)).squeeze(-1).double()
         log_q = torch.zeros(pick.shape, dtype=torch.float64).index_put_((rows, cols), drawn).sum(1)
     filled = tokens.clone()
@@ -208,7 +211,7 @@ def show_pass(bar, step, pick, still_masked):
         bar.update(int(pick.sum()))
 
 
-def decode(model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=None, first_pass=None):
+def decode(model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=None, first_pass=None, forced=None):
     """Reveal every masked position of ``tokens`` [B, N], one forward pass per active row per step.
 
     Rows that are complete drop out of the batch, so their pass count stops. Row r is input
@@ -220,6 +223,9 @@ def decode(model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=No
     exact task compares it with the true log p(x)). The model is called on copies and checked at
     every pass (``forward``): a misbehaving model is a BenchError, never a scored decode.
     ``first_pass``: a FirstPasses of this model, which gives pass 0's output when it has it.
+    ``forced`` ([B, N] value indices): every revealed position takes its value from there instead
+    of a draw, and ``log_q`` is that given sample's log-probability along the order the strategy
+    picks (an exact task's estimate of q(x) over the orders a strategy draws).
 
     A strategy's per-input state (``Strategy.start_memory``) is kept here per row of this call and
     handed to each pass for its active rows, so it follows an input as others leave the batch.
@@ -251,8 +257,9 @@ def decode(model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=No
             keep_memory(memory, state.memory, active, len(tokens))
             if "aux_passes" in vars(state):   # a strategy that spent passes (an oracle's probes) made it
                 aux[active] += state.aux_passes  # counted apart from decoding passes
-            tokens[active], drawn_log_q = fill_values(state.tokens, state.out, pick, model.value_tokens,
-                                                      temperature=temperature, streams=rows, step=step)
+            tokens[active], drawn_log_q = fill_values(
+                state.tokens, state.out, pick, model.value_tokens, temperature=temperature, streams=rows, step=step,
+                forced=None if forced is None else forced[active])
             log_q[active] += drawn_log_q
             still_masked = state.masked & ~pick
             if remask is not None:   # back to the input's starting token, masked again

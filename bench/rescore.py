@@ -38,6 +38,25 @@ def point_headline(path, summary, task):
     return 1
 
 
+def rescore_summary(path, summary, task):
+    """Recompute one summary's metrics and floor from its records by ``task`` and write it (1), or
+    say why its records cannot be used (0)."""
+    records, problem = check_records(summary, records_path(path, summary))
+    if problem:
+        print(f"  skipped {path}: {problem}", file=sys.stderr)
+        return 0
+    natural = task.natural_variation(len(records))
+    summary["metrics"] = mark_natural(task.summarize(records), natural) + aux_pass_metrics(records)
+    if natural:
+        summary["natural_variation"] = natural
+    summary["headline"] = task.headline        # a task whose headline changed ranks old runs on the new one
+    summary["floor"] = task.floor()
+    summary["floor_label"] = task.floor_label()
+    summary["rescored"] = provenance()
+    write_text_atomic(path, json.dumps(summary, indent=1))
+    return 1
+
+
 def rescore(results_dir="results", task_name=None, headline_only=False):
     load_plugins()
     if task_name is not None:
@@ -53,18 +72,5 @@ def rescore(results_dir="results", task_name=None, headline_only=False):
         if headline_only:
             done += point_headline(path, summary, task)
             continue
-        records, problem = check_records(summary, records_path(path, summary))
-        if problem:
-            print(f"  skipped {path}: {problem}", file=sys.stderr)
-            continue
-        natural = task.natural_variation(len(records))
-        summary["metrics"] = mark_natural(task.summarize(records), natural) + aux_pass_metrics(records)
-        if natural:
-            summary["natural_variation"] = natural
-        summary["headline"] = task.headline        # a task whose headline changed ranks old runs on the new one
-        summary["floor"] = task.floor()
-        summary["floor_label"] = task.floor_label()
-        summary["rescored"] = provenance()
-        write_text_atomic(path, json.dumps(summary, indent=1))
-        done += 1
+        done += rescore_summary(path, summary, task)
     print(f"rescored {done} of {len(found)} result file(s) under {results_dir}")

@@ -99,6 +99,7 @@ class TaskSettings:
     figure_references: tuple = ()                # strategy names drawn in grey in every family's panel
     order_bounds: dict = field(default_factory=dict)   # metric -> lower end (None: undefined) for drawn orders
     validation: Validation | None = None         # the split choices are made on (None: the task has none)
+    order_lower: dict = field(default_factory=dict)   # bounded metric -> the metric holding a run's lower estimate
 
 
 def sweep(name, key, values, extra=""):
@@ -145,7 +146,7 @@ def order_is_drawn(strategy, params):
 
 
 def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations=(), headline=False,
-                           figure_references=(), order_bounds=None, validation=None):
+                           figure_references=(), order_bounds=None, validation=None, order_lower=None):
     """Declare task ``task``'s preset specs (tier -> specs), limits (tier -> inputs), verdict
     settings and the keys of the ablations that apply to it; checked in one line each.
 
@@ -153,7 +154,9 @@ def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations
     the reference run); ``order_bounds`` names the metrics whose value is only an upper bound for a
     strategy that draws its order at random (``Strategy.samples()``), each with the lower end of
     the range it is drawn as, or None for a metric that such a run does not estimate at all (its
-    points are then left out). ``validation`` (a Validation) is the split the task's choices are
+    points are then left out). ``order_lower`` maps such a metric to the metric that holds a run's
+    lower estimate of it where one was made (else the lower end counts): a claim on such a run is
+    tested at both ends (bench.report.claims). ``validation`` (a Validation) is the split the task's choices are
     made on: the ``validation`` preset runs the task's default specs there."""
     unknown = sorted((set(specs) | set(limits or {})) - set(TIERS))
     if unknown:
@@ -162,7 +165,7 @@ def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations
     if verdicts is not None and not (verdicts.budgets and all(b > 0 for b in verdicts.budgets)):
         raise BenchError(f"task {task!r} declares pass budgets {verdicts.budgets!r}; give at least one, each above 0")
     settings = TaskSettings(task, dict(specs), dict(limits or {}), verdicts, tuple(ablations), headline,
-                            tuple(figure_references), dict(order_bounds or {}), validation)
+                            tuple(figure_references), dict(order_bounds or {}), validation, dict(order_lower or {}))
     return claim("task settings", TASK_SETTINGS, task, settings, origin=caller_module())
 
 

@@ -9,7 +9,7 @@ Where the task has runs on its validation split (`bench run --preset validation`
 claim rests on are made there (``choose``): which two lines a budget's lead compares (the best and
 the runner-up on validation) and which run of each line the speed-up tests (its cheapest run
 non-inferior on validation, else its closest); the test inputs only confirm them."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -51,6 +51,7 @@ class TaskVerdicts:
     runs: list = field(default_factory=list)   # every ScoredRun (seeds pooled), with its Cost
     reference_run: object = None               # the reference ScoredRun, None where there is none
     choices: object = None                     # the Choices made on validation, None: made on these inputs
+    lower_tested: int = 0                      # claims tested at a bounded run's lower end too (``both_ends``)
 
 
 @dataclass
@@ -219,10 +220,20 @@ def choose(group, task, root, where):
 def task_verdicts(group, task, root, choices=None):
     """Everything the verdict tables and claims of ``task`` need, or None when no run's headline
     can be recomputed from its records (results made before per-input recipes: `bench rescore`).
-    ``choices`` (made on validation by ``choose``) fixes what the leads and speed-ups test."""
+    ``choices`` (made on validation by ``choose``) fixes what the leads and speed-ups test. Where
+    runs' headlines are only bounds (``ScoredRun.lower``), every claim is tested at both ends
+    (``both_ends``) before the family is adjusted."""
     scored = scored_lines(group, task, root)
     if scored is None:
         return None
+    v = verdicts_of(scored, task, choices)
+    if any(run.lower is not None for run in scored[0]):
+        v.lower_tested = both_ends(v, verdicts_of(at_lower_end(scored), task, same_choices(v)))
+    return adjust_family(v)
+
+
+def verdicts_of(scored, task, choices=None):
+    """The TaskVerdicts of ``scored`` (``scored_lines``), its p-values not yet adjusted."""
     runs, left_out, config, idx, lines, made = scored
     reference = reference_run([r.summary for r in runs], config.reference)
     reference_name = config.reference or reference["strategy"]
@@ -233,9 +244,51 @@ def task_verdicts(group, task, root, choices=None):
         with_idea, without, pairs = ablation_pairs(runs, ablation)
         if pairs or (with_idea and without):
             ablations.append((ablation.idea, pairs, ablation_at_budgets(with_idea, without, idx, config.budgets)))
-    return adjust_family(TaskVerdicts(
+    return TaskVerdicts(
         task, runs[0].summary["headline"], higher, len(runs[0].passes.columns[0]), config.budgets, config.margin,
         cells, leads, areas(made, min(config.budgets), max(config.budgets)),
         speedup_rows(runs, lines, config.margin, config.reference, choices and choices.speedup), ablations, left_out,
         max(len(r.summary.get("pooled_seeds", [0])) for r in runs), reference_name,
-        runs=runs, reference_run=next((r for r in runs if r.summary is reference), None), choices=choices))
+        runs=runs, reference_run=next((r for r in runs if r.summary is reference), None), choices=choices)
+
+
+def at_lower_end(scored):
+    """``scored`` with each bounded run's headline at its lower end (same runs, lines and replicates)."""
+    runs, left_out, config, idx, lines, _ = scored
+    swapped = {id(r): replace(r, quality=r.lower) if r.lower is not None else r for r in runs}
+    lines = {name: [swapped[id(r)] for r in line] for name, line in lines.items()}
+    return ([swapped[id(r)] for r in runs], left_out, config, idx, lines,
+            [make_line(name, line, idx) for name, line in lines.items()])
+
+
+def same_choices(v):
+    """Choices that make another TaskVerdicts test what ``v`` tests: its leads' pairs, its speed-up runs."""
+    return Choices(v.choices.source if v.choices else "", {lead.budget: (lead.best, lead.runner_up) for lead in v.leads},
+                   {row.line: row.run.label for row in v.speedup})
+
+
+def both_ends(v, low):
+    """Merge ``low`` (the same claims with bounded runs at their lower end) into ``v``: a test that
+    moves gets ``lower_end`` (its difference, CI and p there) and, as ``p``, the larger of the two
+    p-values (1 where a two-sided difference changes sign), so that it is shown only where the
+    bound and the lower end agree; a speed-up verdict the two ends disagree on is 'not shown'.
+    Returns how many tests moved."""
+    pairs = [(a.test, b.test) for a, b in zip(sorted(v.leads, key=lambda x: x.budget),
+                                              sorted(low.leads, key=lambda x: x.budget))]
+    rows = {row.line: row for row in low.speedup}
+    for row in v.speedup:
+        pairs.append((row.diff, rows[row.line].diff))
+        if rows[row.line].verdict != row.verdict:
+            row.verdict = "not shown"
+    for (_, pairs_a, budgets_a), (_, pairs_b, budgets_b) in zip(v.ablations, low.ablations):
+        pairs += list(zip(budgets_a, budgets_b)) + [(a["quality"], b["quality"]) for a, b in zip(pairs_a, pairs_b)]
+    moved = 0
+    for test, lower in pairs:
+        if np.array_equal([test["diff"], test["p"]], [lower["diff"], lower["p"]], equal_nan=True):
+            continue
+        one_sided = "one-sided" in test["test"]
+        agree = one_sided or np.sign(test["diff"]) == np.sign(lower["diff"])
+        test["lower_end"] = {k: lower[k] for k in ("diff", "ci_low", "ci_high", "p")}
+        test["p"] = max(test["p"], lower["p"]) if agree else 1.0
+        moved += 1
+    return moved

@@ -7,7 +7,7 @@
   variants by line style and marker, against the same grey reference lines in every panel.
 
 A value that is only a bound (a sampled order's KL on an exact task, ``order_bounds``) is drawn
-as a range and never joins a frontier. The Markdown tables hold every number; figures hold shapes.
+as a range, down to its lower estimate where one was made (``order_lower``), and never joins a frontier. The Markdown tables hold every number; figures hold shapes.
 """
 from dataclasses import dataclass
 
@@ -125,12 +125,20 @@ def draw_run_line(ax, runs, metric, **style):
     return ax.errorbar(xs, ys, xerr=xerr, yerr=yerr, linewidth=1, elinewidth=0.5, capsize=1.2, **style)
 
 
+def lower_end_of(run, panel):
+    """Where a bounded run's range starts: its lower estimate's CI bottom (the task's
+    ``order_lower``, where its summary holds one), else the metric's declared lower end."""
+    settings = task_settings(run["task"])
+    estimate = metric_of(run, settings.order_lower.get(panel.metric, "")) if settings is not None else None
+    return estimate["ci_low"] if estimate is not None else panel.lower
+
+
 def draw_bounds(ax, runs, panel, colour, marker, label=None):
-    """Each bounded run as a vertical range from the metric's lower end to its upper bound's CI top,
-    the bound's value an open marker (``label``: the legend entry of the first)."""
+    """Each bounded run as a vertical range from its lower end (``lower_end_of``) to its upper
+    bound's CI top, the bound's value an open marker (``label``: the legend entry of the first)."""
     for run in runs:
         x, top = metric_of(run, "passes")["value"], metric_of(run, panel.metric)
-        ax.vlines(x, panel.lower, top["ci_high"], color=colour, linewidth=2.2, alpha=0.45, zorder=2)
+        ax.vlines(x, lower_end_of(run, panel), top["ci_high"], color=colour, linewidth=2.2, alpha=0.45, zorder=2)
         ax.plot([x], [top["value"]], marker=marker, color=colour, markersize=3, fillstyle="none", zorder=3,
                 label=label)
         label = None

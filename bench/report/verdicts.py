@@ -25,6 +25,7 @@ from bench.paired import (
 from bench.report.cost import Cost, pooled_cost, run_cost
 from bench.report.interpolation import interpolate
 from bench.report.sweeps import metric_of
+from bench.settings import order_is_drawn, task_settings
 from bench.results import run_records
 
 AREA_POINTS = 25  # log-spaced budgets the frontier area averages over
@@ -33,11 +34,13 @@ MAX_OUTSIDE = 0.05  # a lead whose budget lies outside a resampled line's range 
 
 @dataclass
 class ScoredRun:
-    """A result with its headline and passes recomputable per input, and its Cost."""
+    """A result with its headline and passes recomputable per input, and its Cost; ``lower``: for a
+    run whose headline is only a bound (it draws its order: ``lower_end``), the headline's other end."""
     summary: dict
     quality: PerInput
     passes: PerInput
     cost: Cost | None = None
+    lower: PerInput | None = None
     label: str = field(init=False)
 
     def __post_init__(self):
@@ -66,13 +69,31 @@ def load_runs(results, root):
                             "per_input": {"statistic": "mean", "fields": ["passes"]}}, records)
         if quality is not None:
             cost = run_cost([r["passes"] for r in records], result["config"].get("batch_size"))
-            runs.append((tuple(r["index"] for r in records), ScoredRun(result, quality, passes, cost)))
+            scored = ScoredRun(result, quality, passes, cost, lower_end(result, records, quality))
+            runs.append((tuple(r["index"] for r in records), scored))
     if not runs:
         return [], len(results)
     keys = [key for key, _ in runs]
     common = max(set(keys), key=keys.count)
     kept = [run for key, run in runs if key == common]
     return merge_seeds(kept), len(results) - len(kept)
+
+
+def lower_end(result, records, quality):
+    """For a run that draws its order, on a headline its task declares only an upper bound for such
+    runs (``order_bounds``): the PerInput of its lower estimate (``order_lower``, where its summary
+    holds one), else the declared lower end on every input; None for any other run."""
+    settings = task_settings(result["task"])
+    headline = result["headline"]
+    if (settings is None or settings.order_bounds.get(headline) is None
+            or not order_is_drawn(result["strategy"], result["config"]["strategy_params"])):
+        return None
+    estimate = metric_of(result, settings.order_lower.get(headline, ""))
+    lower = per_input(estimate, records) if estimate is not None else None
+    if lower is not None:
+        return lower
+    floor = np.full(len(records), float(settings.order_bounds[headline]))
+    return PerInput(quality.name, "mean", [floor], quality.higher_is_better, {})
 
 
 def merge_seeds(runs):
@@ -100,8 +121,18 @@ def pool_seeds(group):
     seeds = sorted(r.summary["config"]["seed"] for r in group)
     summary = dict(group[0].summary, pooled_seeds=seeds)
     costs = [r.cost for r in group if r.cost is not None]
+    lowers = [r.lower for r in group]
+    lower = (None if any(x is None for x in lowers) else combine(lowers)
+             if len({x.statistic for x in lowers}) == 1 else combine([floor_of(x) for x in lowers]))
     return ScoredRun(summary, combine([r.quality for r in group]), combine([r.passes for r in group]),
-                     pooled_cost(costs) if len(costs) == len(group) else None)
+                     pooled_cost(costs) if len(costs) == len(group) else None, lower)
+
+
+def floor_of(lower):
+    """A lower end as per-input values of one column (seeds whose lower ends were made differently
+    pool on those)."""
+    values = np.array([lower(np.array([[i]]))[0] for i in range(len(lower.columns[0]))])
+    return PerInput(lower.name, "mean", [values], lower.higher_is_better, {})
 
 
 def params(run):
