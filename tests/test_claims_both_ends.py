@@ -30,7 +30,8 @@ def test_both_ends_counts_the_larger_p_and_one_on_opposite_signs():
 
 def test_a_speed_up_the_ends_disagree_on_is_not_shown_and_one_sided_ps_take_the_larger():
     row = NS(line="learned", diff=difference(0.05, 0.01, "paired bootstrap, one-sided at the margin"), verdict="yes")
-    low_row = NS(line="learned", diff=difference(-0.2, 0.2, "paired bootstrap, one-sided at the margin"), verdict="not shown")
+    low_row = NS(line="learned", diff=difference(-0.2, 0.2, "paired bootstrap, one-sided at the margin"),
+                 verdict="not shown")
     pair_up, pair_low = {"quality": difference(-0.2, 0.004)}, {"quality": difference(-0.1, 0.04)}
     v = verdicts([], [row], [("idea", [pair_up], [difference(-0.3, 0.01)])])
     low = verdicts([], [low_row], [("idea", [pair_low], [difference(-0.3, 0.01)])])

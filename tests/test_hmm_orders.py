@@ -91,7 +91,8 @@ def test_orders_command_adds_the_estimate_and_the_run_still_verifies(tmp_path):
     assert again.returncode == 0 and "reproduce it" in again.stdout + again.stderr, again.stderr
 
 
-@pytest.mark.parametrize("args, message", [(("--orders", 3), "even number"), (("--tasks", "sudoku"), "hmm and hmm_mdm")])
+@pytest.mark.parametrize("args, message", [(("--orders", 3), "even number"),
+                                           (("--tasks", "sudoku"), "hmm and hmm_mdm")])
 def test_bad_orders_arguments_are_one_line_errors(tmp_path, args, message):
     proc = run_cli("orders", "--results", tmp_path, *args)
     assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -263,8 +263,8 @@ def at_lower_end(scored):
 
 def same_choices(v):
     """Choices that make another TaskVerdicts test what ``v`` tests: its leads' pairs, its speed-up runs."""
-    return Choices(v.choices.source if v.choices else "", {lead.budget: (lead.best, lead.runner_up) for lead in v.leads},
-                   {row.line: row.run.label for row in v.speedup})
+    leads = {lead.budget: (lead.best, lead.runner_up) for lead in v.leads}
+    return Choices(v.choices.source if v.choices else "", leads, {row.line: row.run.label for row in v.speedup})
 
 
 def both_ends(v, low):

@@ -7,7 +7,8 @@
   variants by line style and marker, against the same grey reference lines in every panel.
 
 A value that is only a bound (a sampled order's KL on an exact task, ``order_bounds``) is drawn
-as a range, down to its lower estimate where one was made (``order_lower``), and never joins a frontier. The Markdown tables hold every number; figures hold shapes.
+as a range, down to its lower estimate where one was made (``order_lower``), and never joins a
+frontier. The Markdown tables hold every number; figures hold shapes.
 """
 from dataclasses import dataclass
 

@@ -25,8 +25,8 @@ from bench.paired import (
 from bench.report.cost import Cost, pooled_cost, run_cost
 from bench.report.interpolation import interpolate
 from bench.report.sweeps import metric_of
-from bench.settings import order_is_drawn, task_settings
 from bench.results import run_records
+from bench.settings import order_is_drawn, task_settings
 
 AREA_POINTS = 25  # log-spaced budgets the frontier area averages over
 MAX_OUTSIDE = 0.05  # a lead whose budget lies outside a resampled line's range in more replicates is not shown
