@@ -8,7 +8,9 @@ cores; threshold at tau 0.7, 61 passes, stays: its speed-up is a claim); ``quick
 on 100 proteins. mi_oracle probes the model ~1,600 times per protein (an hour for 500 on 2 CPU
 cores), so no tier runs it here; README shows how it is run on the first 100 sequences.
 """
-from bench.settings import Verdicts, register_task_settings, sweep
+from pathlib import Path
+
+from bench.settings import Validation, Verdicts, register_task_settings, sweep
 from strategies.learned.presets import learned_sweep
 from strategies.schedules.presets import field_quick, field_sweep
 
@@ -35,6 +37,10 @@ PAPER += FIELD
 DEFAULT += DEFAULT_FIELD
 QUICK += field_quick(12, dus_block=16)
 CI = ["sequential", "topk:k=4", "eb:gamma=1", "threshold:tau=0.7"]
+# The validation split: reference B (500 other held-out cluster representatives, no cluster shared
+# with reference A or with training) as the reference the metrics read, and lengths drawn from it
+# under a seed no tier runs; its floor is then half of B against the other half.
+VALIDATION = Validation(seed=100, data=str(Path(__file__).parent / "data" / "reference_b.fasta"))
 
 register_task_settings(
     "protein", {"paper": PAPER, "default": DEFAULT, "quick": QUICK, "ci": CI},
@@ -42,5 +48,5 @@ register_task_settings(
     # the headline (W1, bits): 0.003 is about the ladder's 10% substitution rung over the floor
     # (reports/protein_ladder.md), the smallest degradation the metric is built to see
     figure_references=("eb", "schedule:score=random"),
-    verdicts=Verdicts(budgets=(8, 12, 16, 24), margin=0.003, reference="sequential"),
+    verdicts=Verdicts(budgets=(8, 12, 16, 24), margin=0.003, reference="sequential"), validation=VALIDATION,
     ablations=("mi_term_greedy", "mi_term_eb", "learned_sample", "learned_threshold"))
