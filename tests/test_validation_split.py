@@ -24,9 +24,23 @@ def test_the_validation_preset_runs_each_tasks_default_specs_on_its_own_split():
     assert all(p.data is None for p in plan("default", tasks="sudoku,hmm"))
 
 
-def test_a_task_without_a_validation_split_is_a_one_line_error_naming_those_with_one():
+def test_a_task_without_a_validation_split_is_a_one_line_error_naming_those_with_one(monkeypatch):
+    from dataclasses import replace
+
+    from bench.settings import TASK_SETTINGS, all_task_settings
+    all_task_settings()
+    monkeypatch.setitem(TASK_SETTINGS, "protein", replace(TASK_SETTINGS["protein"], validation=None))
     with pytest.raises(BenchError, match="declares no validation split; tasks with one: .*sudoku"):
         plan("validation", tasks="protein")
+
+
+def test_the_protein_validation_split_reads_reference_b_which_shares_no_sequence_with_reference_a():
+    from tasks.protein.fasta import read_fasta
+    from tasks.protein.split import REFERENCE_A, REFERENCE_B
+    protein = {p.task: p for p in plan("validation")}["protein"]
+    assert protein.data.endswith("reference_b.fasta") and protein.seeds[0] not in (0, 1, 2)
+    a, b = read_fasta(REFERENCE_A).sequences, read_fasta(REFERENCE_B).sequences
+    assert len(b) == 500 and not set(a) & set(b)
 
 
 @pytest.mark.parametrize("preset,out,expected", [("validation", "results", VALIDATION_OUT),
