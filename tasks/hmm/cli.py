@@ -9,9 +9,10 @@ def add_arguments(parser):
     parser.add_argument("--orders", type=int, default=64, help="M, orders drawn per sample: even, at least 2 "
                                                                  "(default: 64)")
     parser.add_argument("--only", default="", help="only the runs whose label contains this text")
+    parser.add_argument("--skip", default="", help="not the runs whose label contains this text")
 
 
 @register_command("orders", "exact tasks: a lower estimate of KL(q||p) for runs that draw their order", add_arguments)
 def orders_command(args):
     from tasks.hmm.orders import estimate_orders
-    estimate_orders(args.results, [t.strip() for t in args.tasks.split(",") if t.strip()], args.orders, args.only)
+    estimate_orders(args.results, [t.strip() for t in args.tasks.split(",") if t.strip()], args.orders, args.only, args.skip)

@@ -101,15 +101,17 @@ def drawn_runs(results_dir, task_names):
     return found
 
 
-def estimate_orders(results_dir="results", task_names=("hmm", "hmm_mdm"), orders=64, only=""):
+def estimate_orders(results_dir="results", task_names=("hmm", "hmm_mdm"), orders=64, only="", skip=None):
     """The lower estimate at ``orders`` orders per sample for every run of ``task_names`` under
-    ``results_dir`` that draws its order (``only``: those whose label contains it)."""
+    ``results_dir`` that draws its order (``only``: those whose label contains it; ``skip``: not
+    those whose label contains it)."""
     if not task_names or any(t not in ("hmm", "hmm_mdm") for t in task_names):
         raise BenchError(f"--tasks takes hmm and hmm_mdm, got {','.join(task_names) or 'nothing'}")
     if orders < 2 or orders % 2:
         raise BenchError(f"--orders must be an even number of at least 2, got {orders}")
     load_plugins()
-    found = [(p, s) for p, s in drawn_runs(results_dir, task_names) if only in s["label"]]
+    found = [(p, s) for p, s in drawn_runs(results_dir, task_names)
+             if only in s["label"] and not (skip and skip in s["label"])]
     if not found:
         raise BenchError(f"no complete run that draws its order under {results_dir} for {', '.join(task_names)}")
     models = {}
