@@ -143,6 +143,13 @@ def test_sweep_lines_join_a_strategy_sorted_by_passes_and_split_on_non_numeric_p
     assert point_label(lines["sequential"][0], lines["sequential"]) == ""
 
 
+def test_a_parameter_left_empty_is_not_named_in_a_line():
+    learned = [run("learned:T=8", 8, 0.5, {"T": 8, "policy": ""}),
+               run("learned:T=16", 16, 0.6, {"T": 16, "policy": ""}),
+               run("learned:T=8,policy=p.pt", 8, 0.55, {"T": 8, "policy": "p.pt"})]
+    assert {k: len(v) for k, v in sweep_lines(learned).items()} == {"learned": 2, "learned policy=p.pt": 1}
+
+
 def test_an_extra_metric_the_result_files_name_gets_its_own_pareto_figure(tmp_path):
     results, out = tmp_path / "results", tmp_path / "reports"
     results.mkdir()

@@ -123,8 +123,9 @@ def lower_text(test):
     end = test.get("lower_end")
     if end is None:
         return ""
+    rule = "the larger p" if "one-sided" in test["test"] else "the larger p, 1 on opposite signs"
     return (f"; at the drawn orders' lower end {ci_text(end['diff'], end['ci_low'], end['ci_high'], signed=True)}, "
-            f"p {p_text(end['p'])} (counted: the larger p, 1 on opposite signs)")
+            f"p {p_text(end['p'])} (counted: {rule})")
 
 
 def both_text(test, pchip):
@@ -338,7 +339,8 @@ def bounds_paragraph(v):
             f"them carry a lower estimate (`{bounded[0].lower.name if estimated else 'none'}`, see the task's "
             f"docs), the others count at the declared lower end. Each claim on such a run is tested at both ends "
             f"and counts the larger p (1 where the two differences have opposite signs): {v.lower_tested} "
-            f"claims below moved, and each is shown only where both ends agree.", ""]
+            f"claims below moved, and each is shown only where both ends agree. Between two such runs the lower "
+            f"end compares their two estimates, each near its true value and low by its stated bias.", ""]
 
 
 def claims_markdown(v):

@@ -26,7 +26,8 @@ def primary_param(run):
 def sweep_lines(results):
     """{line name: runs sorted by mean passes}. A line is a strategy name plus every parameter
     but the swept one (``primary_param``) that differs between its runs (``NAME order=VALUE``,
-    ``NAME lam=0.0``); the swept one moves along the line."""
+    ``NAME lam=0.0``; a parameter left empty, as a default file is, is not named); the swept one
+    moves along the line."""
     by_name = {}
     for r in results:
         by_name.setdefault(r["strategy"], []).append(r)
@@ -35,7 +36,8 @@ def sweep_lines(results):
         swept = primary_param(runs[0])
         fixed = [k for k in varying(runs, numeric=False) + varying(runs, numeric=True) if k != swept]
         for r in runs:
-            extra = " ".join(f"{k}={r['config']['strategy_params'][k]}" for k in sorted(fixed))
+            params = r["config"]["strategy_params"]
+            extra = " ".join(f"{k}={params[k]}" for k in sorted(fixed) if params[k] != "")
             lines.setdefault(f"{name} {extra}".strip(), []).append(r)
     return {key: sorted(runs, key=mean_passes) for key, runs in sorted(lines.items())}
 

@@ -15,4 +15,5 @@ def add_arguments(parser):
 @register_command("orders", "exact tasks: a lower estimate of KL(q||p) for runs that draw their order", add_arguments)
 def orders_command(args):
     from tasks.hmm.orders import estimate_orders
-    estimate_orders(args.results, [t.strip() for t in args.tasks.split(",") if t.strip()], args.orders, args.only, args.skip)
+    names = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    estimate_orders(args.results, names, args.orders, args.only, args.skip)
