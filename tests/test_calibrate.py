@@ -1,6 +1,8 @@
 """`bench calibrate` (issue 29 item 2): a knob bisected until mean passes are within 2% of a budget."""
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -55,6 +57,9 @@ def test_the_command_calibrates_eb_on_the_exact_tasks_validation_sequences():
 
 
 def test_a_task_without_a_validation_split_cannot_be_calibrated():
-    proc = subprocess.run([sys.executable, "-m", "bench", "calibrate", "--task", "protein", "--strategy", "eb",
-                           "--knob", "gamma", "--budget", "16", "--range", "1,30"], capture_output=True, text=True)
-    assert proc.returncode == 2 and proc.stderr.strip().startswith("error: task 'protein' declares no validation split")
+    """The toy plugin task (tests/toy) declares no settings, so no validation split either."""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent), UNMASK_BENCH_PLUGINS="toy")
+    proc = subprocess.run([sys.executable, "-m", "bench", "calibrate", "--task", "toy", "--strategy", "eb",
+                           "--knob", "gamma", "--budget", "16", "--range", "1,30"],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 2 and proc.stderr.strip().startswith("error: task 'toy' declares no validation split")
