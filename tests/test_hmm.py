@@ -74,12 +74,17 @@ def test_exact_mi_equals_probing_the_exact_model():
     assert (probed - probed.transpose(1, 2)).abs().max() < 2e-5   # an exact model's two directions agree
 
 
-def decode_exact(hmm, spec, n, seed=0):
+def sample_exact(hmm, spec, n, seed=0):
+    """(exact model, bound strategy, DecodeResult) of ``n`` fully masked sequences of ``hmm``."""
     model = ExactHMMModel(hmm, "test")
     strategy = parse_strategy(spec)
     strategy.bind(None, model)
     tokens = torch.zeros(n, hmm.length, dtype=torch.long)
-    result = decode(model, tokens, tokens == 0, strategy, 1.0, seed=seed)
+    return model, strategy, decode(model, tokens, tokens == 0, strategy, 1.0, seed=seed)
+
+
+def decode_exact(hmm, spec, n, seed=0):
+    _, _, result = sample_exact(hmm, spec, n, seed)
     return result, result.log_q - chain.log_likelihood(hmm, result.tokens - 1)
 
 

@@ -8,13 +8,12 @@ import math
 import pytest
 import torch
 
-from bench.decode import decode
-from bench.registry import load_plugins, parse_strategy
+from bench.registry import load_plugins
 from conftest import run_cli
 from tasks.hmm import chain
 from tasks.hmm.chain import DEFAULT_HMM
-from tasks.hmm.model import ExactHMMModel
 from tasks.hmm.orders import forced_log_q, log_mean_exp
+from tests.test_hmm import sample_exact
 
 load_plugins()
 
@@ -22,15 +21,6 @@ load_plugins()
 class Exact:
     """What forced_log_q reads of a task: its value temperature."""
     temperature = 1.0
-
-
-def sample(hmm, spec, n, seed=0):
-    model = ExactHMMModel(hmm, "test")
-    strategy = parse_strategy(spec)
-    strategy.bind(None, model)
-    tokens = torch.zeros(n, hmm.length, dtype=torch.long)
-    result = decode(model, tokens, tokens == 0, strategy, 1.0, seed=seed)
-    return model, strategy, result
 
 
 def marginal_log_probs(hmm, values, revealed):
@@ -55,7 +45,7 @@ def enumerated_log_q(hmm, values, first):
 
 def test_the_log_mean_exp_over_drawn_orders_converges_to_the_enumerated_q():
     hmm = chain.draw_hmm(3, n_states=3, n_values=3, length=5, stay=0.8, emit_concentration=0.5)
-    model, strategy, result = sample(hmm, "schedule:schedule=constant,k=3", 6)
+    model, strategy, result = sample_exact(hmm, "schedule:schedule=constant,k=3", 6)
     assert (result.passes == 2).all()
     values = result.tokens - 1
     log_q = forced_log_q(Exact, model, strategy, values, torch.arange(6), 2000, seed=0)
@@ -68,7 +58,7 @@ def test_the_log_mean_exp_over_drawn_orders_converges_to_the_enumerated_q():
 def test_one_position_a_pass_on_the_exact_chain_gives_log_p_along_every_order():
     """With exact conditionals and one position a pass, q(x | order) = p(x) for every order."""
     hmm = chain.load_hmm(DEFAULT_HMM)
-    model, strategy, result = sample(hmm, "schedule:schedule=constant,k=1", 8)
+    model, strategy, result = sample_exact(hmm, "schedule:schedule=constant,k=1", 8)
     values = result.tokens - 1
     log_q = forced_log_q(Exact, model, strategy, values, torch.arange(8), 4, seed=0)
     log_p = chain.log_likelihood(hmm, values)

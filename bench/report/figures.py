@@ -29,7 +29,7 @@ from bench.report.canvas import (
     wrapped,
     wrapped_label,
 )
-from bench.report.sweeps import metric_of, point_label, reference_run, sweep_lines
+from bench.report.sweeps import lower_estimate, metric_of, point_label, reference_run, sweep_lines
 from bench.settings import order_is_drawn, task_settings, verdicts_for
 
 # how the reference lines look in every panel: the reference run, then the declared references in turn
@@ -129,8 +129,7 @@ def draw_run_line(ax, runs, metric, **style):
 def lower_end_of(run, panel):
     """Where a bounded run's range starts: its lower estimate's CI bottom (the task's
     ``order_lower``, where its summary holds one), else the metric's declared lower end."""
-    settings = task_settings(run["task"])
-    estimate = metric_of(run, settings.order_lower.get(panel.metric, "")) if settings is not None else None
+    estimate = lower_estimate(run, panel.metric)
     return estimate["ci_low"] if estimate is not None else panel.lower
 
 

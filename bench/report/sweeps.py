@@ -6,6 +6,14 @@ def metric_of(result, name):
     return next((m for m in result["metrics"] if m["name"] == name), None)
 
 
+def lower_estimate(result, metric):
+    """The summary metric holding ``result``'s lower estimate of ``metric`` (its task's
+    ``order_lower``), or None where the task declares none or the run has none."""
+    from bench.settings import task_settings
+    settings = task_settings(result["task"])
+    return metric_of(result, settings.order_lower.get(metric, "")) if settings is not None else None
+
+
 def is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

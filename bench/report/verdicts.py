@@ -24,7 +24,7 @@ from bench.paired import (
 )
 from bench.report.cost import Cost, pooled_cost, run_cost
 from bench.report.interpolation import interpolate
-from bench.report.sweeps import metric_of
+from bench.report.sweeps import lower_estimate, metric_of
 from bench.results import run_records
 from bench.settings import order_is_drawn, task_settings
 
@@ -88,7 +88,7 @@ def lower_end(result, records, quality):
     if (settings is None or settings.order_bounds.get(headline) is None
             or not order_is_drawn(result["strategy"], result["config"]["strategy_params"])):
         return None
-    estimate = metric_of(result, settings.order_lower.get(headline, ""))
+    estimate = lower_estimate(result, headline)
     lower = per_input(estimate, records) if estimate is not None else None
     if lower is not None:
         return lower

@@ -92,13 +92,10 @@ def estimate_run(path, summary, task, model, orders):
 def drawn_runs(results_dir, task_names):
     """(path, summary) of every complete run of ``task_names`` under ``results_dir`` that draws its order
     and has a log q to bound."""
-    found = []
-    for name in task_names:
-        for path, summary in summaries(results_dir, name):
-            params = summary["config"]["strategy_params"]
-            if order_is_drawn(summary["strategy"], params) and "kl_nats" in {m["name"] for m in summary["metrics"]}:
-                found.append((path, summary))
-    return found
+    def bounded(summary):
+        return (summary["task"] in task_names and "kl_nats" in {m["name"] for m in summary["metrics"]}
+                and order_is_drawn(summary["strategy"], summary["config"]["strategy_params"]))
+    return [(path, summary) for path, summary in summaries(results_dir, None) if bounded(summary)]
 
 
 def estimate_orders(results_dir="results", task_names=("hmm", "hmm_mdm"), orders=64, only="", skip=None):
