@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from bench.errors import BenchError
 from bench.registry import STRATEGIES, TASKS, closest, load_plugins, lookup, split_specs
-from bench.settings import SPLIT_TIER, all_task_settings, task_settings
+from bench.settings import SPLIT_TIER, all_task_settings, calibrated_specs, task_settings
 
 VALIDATION_OUT = "validation"   # where the validation preset writes unless --out says otherwise
 
@@ -75,12 +75,17 @@ def get_preset(name):
     return PRESETS[name]
 
 
+CALIBRATED_TIERS = ("default", "paper")   # the tiers that run a task's calibrated budget runs
+
+
 def sweep_of(task_name, tier="default"):
-    """The specs tier ``tier`` runs on a task: what the task declares for it, or for a task that
-    declares nothing there (a task folder just added) every registered strategy at its default spec."""
+    """The specs tier ``tier`` runs on a task: what the task declares for it (with, in
+    CALIBRATED_TIERS, the runs its budget calibration found), or for a task that declares nothing
+    there (a task folder just added) every registered strategy at its default spec."""
     settings = task_settings(task_name)
     if settings is not None and tier in settings.specs:
-        return list(settings.specs[tier])
+        extra = calibrated_specs(settings) if tier in CALIBRATED_TIERS else []
+        return list(dict.fromkeys(list(settings.specs[tier]) + extra))
     load_plugins()
     return sorted(STRATEGIES)
 
@@ -140,7 +145,9 @@ def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None):
                              f"give --strategies or one of its tasks: {', '.join(preset_tasks(preset))}")
         specs = split_specs(strategies) if strategies else sweep_of(name, preset.name)
         task_limit = limit if limit is not None else (settings.limits.get(preset.name) if settings else None)
-        plans.append(TaskPlan(name, specs, task_limit, (seed,) if seed is not None else preset.seeds))
+        seeds = (seed,) if seed is not None else (settings.seeds.get(preset.name, preset.seeds) if settings
+                                                  else preset.seeds)
+        plans.append(TaskPlan(name, specs, task_limit, seeds))
     return plans
 
 

@@ -15,6 +15,7 @@ from bench.registry import claim, load_plugins
 
 TIERS = ("quick", "default", "paper", "ci")   # the preset tiers a task may declare specs for
 SPLIT_TIER = "default"   # the tier whose specs the validation preset runs on a task's validation split
+BUDGET_TOLERANCE = 0.02   # a run is at a pass budget when its mean passes lie within 2% of it
 TASK_SETTINGS = {}   # task name -> TaskSettings
 ABLATIONS = {}       # key -> Ablation
 DENOISER_ABLATIONS = {}   # key -> DenoiserAblation
@@ -64,11 +65,14 @@ class Verdicts:
         reference: the strategy name of the run every speed-up is measured against (None: the line
             with the most mean passes, the one that reveals least per pass).
         ablations: the Ablation objects that apply (resolved from the keys a task names).
+        calibrated: the budget table compares runs whose mean passes hit each budget (the task's
+            BudgetCalibration) instead of sweeps interpolated to it.
     """
     budgets: tuple
     margin: float
     reference: str | None = None
     ablations: tuple = ()
+    calibrated: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,27 @@ class Validation:
 
 
 @dataclass(frozen=True)
+class Knob:
+    """A strategy line whose budget-table runs are calibrated: ``template`` (NAME or NAME:k=v,...
+    without the knob) with its continuous parameter ``knob`` searched over [low, high]."""
+    template: str
+    knob: str
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class BudgetCalibration:
+    """The runs a task's budget table compares (issue 29): each Knob set so that mean passes hit
+    each of its Verdicts budgets on the validation split (`bench calibrate --budgets`, which writes
+    ``file``: JSON the presets add to the default and paper tiers). ``limit``: validation inputs
+    each bisection decodes (None: the split's)."""
+    knobs: tuple
+    file: str
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
 class TaskSettings:
     """One task's declaration: specs per tier, input limits per tier, verdict settings."""
     task: str
@@ -100,6 +125,8 @@ class TaskSettings:
     order_bounds: dict = field(default_factory=dict)   # metric -> lower end (None: undefined) for drawn orders
     validation: Validation | None = None         # the split choices are made on (None: the task has none)
     order_lower: dict = field(default_factory=dict)   # bounded metric -> the metric holding a run's lower estimate
+    calibration: BudgetCalibration | None = None   # the budget table's calibrated runs (None: interpolated)
+    seeds: dict = field(default_factory=dict)    # tier -> the seeds it runs here (absent: the preset's)
 
 
 def sweep(name, key, values, extra=""):
@@ -146,7 +173,8 @@ def order_is_drawn(strategy, params):
 
 
 def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations=(), headline=False,
-                           figure_references=(), order_bounds=None, validation=None, order_lower=None):
+                           figure_references=(), order_bounds=None, validation=None, order_lower=None,
+                           calibration=None, seeds=None):
     """Declare task ``task``'s preset specs (tier -> specs), limits (tier -> inputs), verdict
     settings and the keys of the ablations that apply to it; checked in one line each.
 
@@ -157,16 +185,35 @@ def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations
     points are then left out). ``order_lower`` maps such a metric to the metric that holds a run's
     lower estimate of it where one was made (else the lower end counts): a claim on such a run is
     tested at both ends (bench.report.claims). ``validation`` (a Validation) is the split the task's choices are
-    made on: the ``validation`` preset runs the task's default specs there."""
-    unknown = sorted((set(specs) | set(limits or {})) - set(TIERS))
+    made on: the ``validation`` preset runs the task's default specs there. ``calibration`` (a
+    BudgetCalibration, which needs ``validation`` and ``verdicts``): the budget table compares runs
+    calibrated to each budget instead of interpolated sweeps. ``seeds`` (tier -> seeds): where a
+    task runs other seeds than the preset's (a run that draws nothing runs the first only)."""
+    unknown = sorted((set(specs) | set(limits or {}) | set(seeds or {})) - set(TIERS))
     if unknown:
         raise BenchError(f"task {task!r} declares specs for unknown preset tiers {', '.join(unknown)}; "
                          f"tiers are {', '.join(TIERS)}")
     if verdicts is not None and not (verdicts.budgets and all(b > 0 for b in verdicts.budgets)):
         raise BenchError(f"task {task!r} declares pass budgets {verdicts.budgets!r}; give at least one, each above 0")
+    if calibration is not None and (validation is None or verdicts is None):
+        raise BenchError(f"task {task!r} declares a budget calibration without a validation split and verdicts; "
+                         f"give validation= and verdicts= too")
     settings = TaskSettings(task, dict(specs), dict(limits or {}), verdicts, tuple(ablations), headline,
-                            tuple(figure_references), dict(order_bounds or {}), validation, dict(order_lower or {}))
+                            tuple(figure_references), dict(order_bounds or {}), validation, dict(order_lower or {}),
+                            calibration, {tier: tuple(s) for tier, s in (seeds or {}).items()})
     return claim("task settings", TASK_SETTINGS, task, settings, origin=caller_module())
+
+
+def calibrated_specs(settings):
+    """The specs ``settings``' budget calibration found within tolerance at its verdict budgets (its
+    file; [] before `bench calibrate --budgets` has written it), each once, in the file's order."""
+    import json
+    from pathlib import Path
+    if settings is None or settings.calibration is None or not Path(settings.calibration.file).is_file():
+        return []
+    found = json.loads(Path(settings.calibration.file).read_text())["runs"]
+    budgets = settings.verdicts.budgets
+    return list(dict.fromkeys(e["spec"] for e in found if e["within"] and e["budget"] in budgets))
 
 
 def task_settings(task):
@@ -192,4 +239,4 @@ def verdicts_for(task):
                          f"registered: {', '.join(sorted(ABLATIONS)) or 'none'}")
     ablations = tuple(ABLATIONS[key] for key in settings.ablation_keys)
     v = settings.verdicts
-    return Verdicts(v.budgets, v.margin, v.reference, ablations)
+    return Verdicts(v.budgets, v.margin, v.reference, ablations, settings.calibration is not None)

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bench.calibrate import calibrate, knob_spec
@@ -63,3 +64,79 @@ def test_a_task_without_a_validation_split_cannot_be_calibrated():
                            "--knob", "gamma", "--budget", "16", "--range", "1,30"],
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 2 and proc.stderr.strip().startswith("error: task 'toy' declares no validation split")
+
+
+def test_known_probes_that_bracket_the_budget_spare_the_ranges_ends():
+    calls = []
+
+    def measure(gamma):
+        calls.append(gamma)
+        return 80.0 / (1.0 + gamma)
+
+    found = calibrate(measure, 0.01, 100.0, 8.0, known=[(4.0, 16.0), (19.0, 4.0)])
+    assert found.within and 0.01 not in calls and 100.0 not in calls and len(calls) <= 6
+
+
+def test_a_step_function_stops_once_its_bracket_cannot_be_split():
+    calls = []
+
+    def measure(k):
+        calls.append(k)
+        return 10.0 if k < 1 else 5.0
+    found = calibrate(measure, 0.1, 10.0, 7.0)
+    assert not found.within and len(calls) < 25
+
+
+def scored(label, passes, values):
+    from bench.paired import PerInput
+    from bench.report.verdicts import ScoredRun
+    n = len(values)
+    return ScoredRun({"label": label}, PerInput("accuracy", "mean", [np.asarray(values, float)], True, {}),
+                     PerInput("passes", "mean", [np.full(n, float(passes))], False, {}))
+
+
+def test_a_calibrated_table_compares_the_runs_within_two_percent_as_they_are():
+    """Each cell is the line's run within 2% of the budget (none where no run is); the lead is the
+    paired difference of the two best such runs, not an interpolation between a line's runs."""
+    from bench.report.verdicts import calibrated_table, joint_indices, make_line, runs_at_budgets
+    rng = np.random.default_rng(0)
+    good, bad = (rng.random(400) < 0.8).astype(float), (rng.random(400) < 0.5).astype(float)
+    a_runs = [scored("a:g=1", 7.9, good), scored("a:g=2", 4.0, bad)]
+    b_runs = [scored("b:g=1", 8.1, bad), scored("b:g=2", 12.0, good)]
+    c_runs = [scored("c:k=1", 8.4, good)]                      # 5% off: not at 8
+    idx = joint_indices(a_runs)
+    lines = [make_line(name, runs, idx) for name, runs in (("a", a_runs), ("b", b_runs), ("c", c_runs))]
+    at_budget = runs_at_budgets(lines, (8, 12))
+    assert at_budget == {8: {"a": "a:g=1", "b": "b:g=1"}, 12: {"b": "b:g=2"}}
+    cells, leads = calibrated_table(lines, (8, 12), True, at_budget)
+    assert cells["a"][8].value == good.mean() and cells["a"][8].passes == pytest.approx(7.9) and cells["c"][8] is None
+    assert cells["a"][12] is None and len(leads) == 1            # one run at 12: no lead there
+    (lead,) = leads
+    assert (lead.best, lead.runner_up) == ("a", "b") and lead.runs[0].label == "a:g=1"
+    assert lead.test["diff"] == pytest.approx(good.mean() - bad.mean()) and lead.test["p"] < 0.001
+    assert "Tango" in lead.test["test"] or "McNemar" in lead.test["test"]
+
+
+@pytest.mark.parametrize("task", ["sudoku", "protein", "antibody", "hmm", "hmm_mdm"])
+def test_each_tasks_calibrated_runs_are_in_its_default_and_paper_tiers_only(task):
+    """The committed calibration files hold each budget's run of each knob, within 2% on validation,
+    and the presets run them in the default and paper tiers (so in validation too), not in quick or ci."""
+    import json
+
+    from bench.presets import sweep_of
+    from bench.settings import calibrated_specs, task_settings
+    settings = task_settings(task)
+    entries = json.loads(Path(settings.calibration.file).read_text())["runs"]
+    found = calibrated_specs(settings)
+    assert found and all(abs(e["passes"] / e["budget"] - 1) <= 0.02 for e in entries if e["within"])
+    assert {e["template"] for e in entries} <= {k.template for k in settings.calibration.knobs}
+    for spec in found:
+        assert spec in sweep_of(task, "default") and spec in sweep_of(task, "paper")
+        assert spec not in sweep_of(task, "quick")
+
+
+def test_a_calibration_needs_a_validation_split():
+    from bench.settings import BudgetCalibration, Knob, Verdicts, register_task_settings
+    with pytest.raises(BenchError, match="budget calibration without a validation split"):
+        register_task_settings("no_such_task", {"default": ["eb"]}, verdicts=Verdicts((8,), 0.1),
+                               calibration=BudgetCalibration((Knob("eb", "gamma", 1, 10),), "x.json"))

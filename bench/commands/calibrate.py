@@ -1,20 +1,35 @@
-"""`bench calibrate`: a strategy knob set to hit a pass budget on the task's validation split."""
+"""`bench calibrate`: a strategy knob set to hit a pass budget on the task's validation split;
+with ``--budgets``, every knob the task's budget table calibrates at each of its budgets."""
+from pathlib import Path
+
 from bench.registry import register_command
 
 
 def add_arguments(parser):
     parser.add_argument("--task", required=True, help="the task (its validation split: bench.settings.Validation)")
-    parser.add_argument("--strategy", required=True, help="the strategy spec without the knob (NAME or NAME:k=v,...)")
-    parser.add_argument("--knob", required=True, help="the continuous parameter of the strategy to set")
-    parser.add_argument("--budget", type=float, required=True, help="the mean passes to hit")
-    parser.add_argument("--range", required=True, metavar="LOW,HIGH", help="the knob's range to search")
+    parser.add_argument("--strategy", help="the strategy spec without the knob (NAME or NAME:k=v,...)")
+    parser.add_argument("--knob", help="the continuous parameter of the strategy to set")
+    parser.add_argument("--budget", type=float, help="the mean passes to hit")
+    parser.add_argument("--range", metavar="LOW,HIGH", help="the knob's range to search")
     parser.add_argument("--limit", type=int, help="only the first N validation inputs (default: the split's)")
+    parser.add_argument("--budgets", action="store_true",
+                        help="calibrate every knob the task's budget table declares at each of its budgets, "
+                             "writing the file its presets read (bench.settings.BudgetCalibration)")
+    parser.add_argument("--only", help="with --budgets: only these comma-separated knob templates (e.g. eb,mi:lam=0)")
+    parser.add_argument("--validation", default="validation",
+                        help="with --budgets: the folder of the task's validation runs, which bracket the search")
 
 
 @register_command("calibrate", "set a strategy knob so that mean passes hit a budget on the validation split",
                   add_arguments)
 def calibrate_command(args):
     from bench.calibrate import TOLERANCE, calibrate, knob_spec, passes_measure, split_inputs
+    from bench.errors import BenchError
+    if args.budgets:
+        return calibrate_table(args)
+    missing = [f"--{name}" for name in ("strategy", "knob", "budget", "range") if getattr(args, name) is None]
+    if missing:
+        raise BenchError(f"calibrate needs {', '.join(missing)} (or --budgets for the task's budget table)")
     low, high = parse_range(args.range)
     task, model, eval_set, seed = split_inputs(args.task, args.limit)
     found = calibrate(passes_measure(task, model, eval_set, args.strategy, args.knob, seed), low, high, args.budget)
@@ -24,6 +39,20 @@ def calibrate_command(args):
     print(f"{knob_spec(args.strategy, args.knob, found.value)}: {found.passes:.3f} mean passes on "
           f"{len(eval_set.tokens)} validation inputs of {args.task}, {verdict} {TOLERANCE:.0%} of {args.budget:g}")
     return 0 if found.within else 1
+
+
+def calibrate_table(args):
+    """`--budgets`: every knob of the task's BudgetCalibration at each budget; exit 1 where one
+    is not within tolerance."""
+    from bench.calibrate import calibrate_budgets
+    from bench.errors import BenchError
+    from bench.registry import split_specs
+    if any(getattr(args, name) is not None for name in ("strategy", "knob", "budget", "range", "limit")):
+        raise BenchError("--budgets takes the knobs, ranges and inputs from the task's settings; "
+                         "give it without --strategy, --knob, --budget, --range and --limit")
+    only = split_specs(args.only) if args.only else None
+    entries = calibrate_budgets(args.task, Path(args.validation), only)
+    return 0 if all(e["within"] for e in entries) else 1
 
 
 def parse_range(text):

@@ -19,6 +19,7 @@ from bench.report.sweeps import reference_run, sweep_lines
 from bench.report.verdicts import (
     areas,
     budget_table,
+    calibrated_table,
     interpolated_difference,
     is_distance,
     joint_indices,
@@ -26,6 +27,7 @@ from bench.report.verdicts import (
     make_line,
     mark_best,
     non_inferiority,
+    runs_at_budgets,
     select_line,
 )
 from bench.settings import Verdicts, verdicts_for
@@ -52,6 +54,7 @@ class TaskVerdicts:
     reference_run: object = None               # the reference ScoredRun, None where there is none
     choices: object = None                     # the Choices made on validation, None: made on these inputs
     lower_tested: int = 0                      # claims tested at a bounded run's lower end too (``both_ends``)
+    at_budget: dict | None = None              # calibrated table: {budget: {line: run label}}; None: interpolated
 
 
 @dataclass
@@ -64,12 +67,17 @@ class Choices:
         speedup: {line: label of the run the speed-up tests}.
         rows: the validation SpeedupRows (for the choices file).
         values: {budget: {line: validation value}}.
+        at_budget: calibrated tables: {budget: {line: label of its run whose mean passes hit the
+            budget on validation}}; None for interpolated tables.
+        passes: {run label: its mean passes on validation} of the runs ``at_budget`` names.
     """
     source: str
     leads: dict
     speedup: dict
     rows: list = field(default_factory=list)
     values: dict = field(default_factory=dict)
+    at_budget: dict | None = None
+    passes: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -133,14 +141,23 @@ def ablation_pairs(runs, ablation):
     return with_idea, without, pairs
 
 
-def ablation_at_budgets(with_idea, without, idx, budgets):
-    """[difference dict] of the idea's line minus its ablation's at equal budgets, as a lead is
-    tested (``interpolated_difference``: linear and monotone cubic in log passes, paired
-    bootstrap), with its ``budget``, ``pchip`` dict and share of replicates ``outside``."""
+def ablation_at_budgets(with_idea, without, idx, budgets, at_budget=None):
+    """[difference dict] of the idea's line minus its ablation's at equal budgets, with its
+    ``budget``, ``pchip`` dict and share of replicates ``outside``. Where both lines have a run
+    at the budget (``at_budget``, {budget: {line: run label}} of a calibrated table) the two runs
+    are compared as they are (``paired_difference``; ``runs`` names them, ``pchip`` is None);
+    elsewhere as a lead is tested (``interpolated_difference``: linear and monotone cubic in log
+    passes, paired bootstrap)."""
     a, b = make_line("with", with_idea, idx), make_line("without", without, idx)
     out, distance = [], is_distance([a, b])
     for budget in budgets:
-        if not (np.isnan(a.at(budget)[0]) or np.isnan(b.at(budget)[0])):
+        labels = set((at_budget or {}).get(budget, {}).values())
+        pair = [next((r for r in side if r.label in labels), None) for side in (with_idea, without)]
+        if all(pair):
+            out.append(dict(paired_difference(pair[0].quality, pair[1].quality), budget=budget, pchip=None,
+                            outside=0.0, runs=(pair[0].label, pair[1].label),
+                            passes=(pair[0].passes(), pair[1].passes())))
+        elif not (np.isnan(a.at(budget)[0]) or np.isnan(b.at(budget)[0])):
             test, pchip, outside = interpolated_difference(a, b, budget, distance)
             out.append(dict(test, budget=budget, pchip=pchip, outside=outside))
     return out
@@ -206,7 +223,11 @@ def choose(group, task, root, where):
         return None
     runs, _, config, _, lines, made = scored
     sign = better_sign(runs[0].quality.higher_is_better)
-    values = {budget: {line.name: line.at(budget)[0] for line in made} for budget in config.budgets}
+    at_budget = runs_at_budgets(made, config.budgets) if config.calibrated else None
+    by_label = {run.label: run for run in runs}
+    values = ({budget: {line: by_label[label].quality() for line, label in named.items()}
+               for budget, named in at_budget.items()} if config.calibrated else
+              {budget: {line.name: line.at(budget)[0] for line in made} for budget in config.budgets})
     leads = {}
     for budget, at in values.items():
         ranked = sorted((name for name, value in at.items() if not np.isnan(value)), key=lambda n: -sign * at[n])
@@ -214,7 +235,8 @@ def choose(group, task, root, where):
             leads[budget] = (ranked[0], ranked[1])
     rows = speedup_rows(runs, lines, config.margin, config.reference)
     source = f"{len(runs)} runs on {len(runs[0].passes.columns[0])} validation inputs {where}"
-    return Choices(source, leads, {row.line: row.run.label for row in rows}, rows, values)
+    passes = {label: by_label[label].passes() for named in (at_budget or {}).values() for label in named.values()}
+    return Choices(source, leads, {row.line: row.run.label for row in rows}, rows, values, at_budget, passes)
 
 
 def task_verdicts(group, task, root, choices=None):
@@ -238,18 +260,26 @@ def verdicts_of(scored, task, choices=None):
     reference = reference_run([r.summary for r in runs], config.reference)
     reference_name = config.reference or reference["strategy"]
     higher = runs[0].quality.higher_is_better
-    cells, leads = budget_table(made, config.budgets, higher, choices and choices.leads)
+    at_budget = None
+    if config.calibrated:   # the runs whose passes hit each budget: on validation where it was run
+        at_budget = choices.at_budget if choices and choices.at_budget is not None else runs_at_budgets(
+            made, config.budgets)
+        cells, leads = calibrated_table(made, config.budgets, higher, at_budget, choices and choices.leads)
+    else:
+        cells, leads = budget_table(made, config.budgets, higher, choices and choices.leads)
     ablations = []
     for ablation in config.ablations:
         with_idea, without, pairs = ablation_pairs(runs, ablation)
         if pairs or (with_idea and without):
-            ablations.append((ablation.idea, pairs, ablation_at_budgets(with_idea, without, idx, config.budgets)))
+            ablations.append((ablation.idea, pairs,
+                              ablation_at_budgets(with_idea, without, idx, config.budgets, at_budget)))
     return TaskVerdicts(
         task, runs[0].summary["headline"], higher, len(runs[0].passes.columns[0]), config.budgets, config.margin,
-        cells, leads, areas(made, min(config.budgets), max(config.budgets)),
+        cells, leads, {} if config.calibrated else areas(made, min(config.budgets), max(config.budgets)),
         speedup_rows(runs, lines, config.margin, config.reference, choices and choices.speedup), ablations, left_out,
         max(len(r.summary.get("pooled_seeds", [0])) for r in runs), reference_name,
-        runs=runs, reference_run=next((r for r in runs if r.summary is reference), None), choices=choices)
+        runs=runs, reference_run=next((r for r in runs if r.summary is reference), None), choices=choices,
+        at_budget=at_budget)
 
 
 def at_lower_end(scored):
@@ -264,7 +294,8 @@ def at_lower_end(scored):
 def same_choices(v):
     """Choices that make another TaskVerdicts test what ``v`` tests: its leads' pairs, its speed-up runs."""
     leads = {lead.budget: (lead.best, lead.runner_up) for lead in v.leads}
-    return Choices(v.choices.source if v.choices else "", leads, {row.line: row.run.label for row in v.speedup})
+    return Choices(v.choices.source if v.choices else "", leads, {row.line: row.run.label for row in v.speedup},
+                   at_budget=v.at_budget)
 
 
 def both_ends(v, low):

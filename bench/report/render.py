@@ -10,7 +10,7 @@ import numpy as np
 from bench.multiplicity import ALPHA
 from bench.paired import better_sign
 from bench.report.sweeps import metric_of
-from bench.report.verdicts import MAX_OUTSIDE
+from bench.report.verdicts import MAX_OUTSIDE, TOLERANCE
 
 
 def metric_names(results):
@@ -152,32 +152,46 @@ def outside_text(share):
 
 def cell_text(cell, bold=True):
     """'0.638 [0.609, 0.666]; p90 23, batch 33': bold where best and shown, with the share of
-    replicates outside the line's range where there are any (', 23.5% outside'), then the 90th
-    percentile of passes over inputs and the batched steps of an average batch at that budget."""
+    replicates outside the line's range where there are any (', 23.5% outside'), a calibrated
+    run's own mean passes ('; 16.1 passes'), then the 90th percentile of passes over inputs and
+    the batched steps of an average batch at that budget."""
     if cell is None:
         return "-"
     text = ci_text(cell.value, cell.low, cell.high)
+    passes = "" if np.isnan(cell.passes) else f"; {cell.passes:.3g} passes"
     cost = "" if np.isnan(cell.p90) else f"; p90 {cell.p90:.3g}, batch {cell.steps_per_batch:.3g}"
-    return (f"**{text}**" if bold and cell.best else text) + outside_text(cell.outside) + cost
+    return ((f"**{text}**" if bold and cell.best else text) + outside_text(cell.outside) + passes
+            + seeds_text(cell.seed_values, "; seeds ") + cost)
+
+
+def seeds_text(values, prefix=""):
+    """'; seeds 0.51-0.53' (the lowest and highest of a run's per-seed values) where it pools
+    several seeds, else ''."""
+    if len(values) < 2:
+        return ""
+    return f"{prefix}{number_text(min(values))}-{number_text(max(values))} ({len(values)})"
 
 
 def budget_rows(v, numeric=False):
-    """Header and rows of the strategies x budgets table (plus the frontier area)."""
+    """Header and rows of the strategies x budgets table (plus the frontier area where the table
+    interpolates; a calibrated table has no area, and names each cell's run by its mean passes)."""
     low, high = min(v.budgets), max(v.budgets)
-    header = ["strategy"] + [f"{v.headline} at {b} passes" for b in v.budgets] + [f"area {low}-{high}"]
+    at = "calibrated to" if v.at_budget is not None else "at"
+    area = [f"area {low}-{high}"] if v.areas else []
+    header = ["strategy"] + [f"{v.headline} {at} {b} passes" for b in v.budgets] + area
     rows = []
     for name, by_budget in v.cells.items():
-        cells = [by_budget[b] for b in v.budgets] + [v.areas[name]]
+        cells = [by_budget[b] for b in v.budgets] + ([v.areas[name]] if v.areas else [])
         if all(c is None for c in cells):
             continue                       # a single run (the reference) or a sweep outside every budget
         if numeric:
-            numbers = [(c.value, c.low, c.high, c.outside, c.p90, c.steps_per_batch) if c else (None,) * 6
+            numbers = [(c.value, c.low, c.high, c.outside, c.passes, c.p90, c.steps_per_batch) if c else (None,) * 7
                        for c in cells]
-            rows.append([name] + [x for six in numbers for x in six])
+            rows.append([name] + [x for seven in numbers for x in seven])
         else:
             rows.append([name] + [cell_text(c) for c in cells])
     if numeric:
-        parts = ("", "_ci_low", "_ci_high", "_outside", "_passes_p90", "_batched_steps_per_batch")
+        parts = ("", "_ci_low", "_ci_high", "_outside", "_passes", "_passes_p90", "_batched_steps_per_batch")
         header = ["strategy"] + [f"{h}{s}" for h in header[1:] for s in parts]
     return header, rows
 
@@ -187,20 +201,24 @@ def speedup_table(v, numeric=False):
     its cost as users pay it (``cost_cells``)."""
     header = ["strategy", "run", "mean passes", f"{v.headline} - {v.reference}", "p at the margin", "Holm p",
               "test", f"passes / {v.reference}", "speed-up", f"non-inferior (margin {v.tolerance:g})",
-              "passes median / p90 / max", "batched steps", "speed-up in batched steps"]
+              "passes median / p90 / max", "batched steps", "speed-up in batched steps",
+              f"{v.headline} per seed (lowest-highest)"]
     rows = []
     for r in v.speedup:
-        d = r.diff
+        d, per_seed = r.diff, r.run.summary.get("seed_values", ())
         if numeric:
+            spread = [min(per_seed), max(per_seed)] if len(per_seed) > 1 else [None, None]
             rows.append([r.line, r.run.label, r.run.passes(), d["diff"], d["ci_low"], d["ci_high"], d["p"],
-                         d["p_holm"], d["test"], r.ratio, 1 / r.ratio, r.verdict] + cost_numbers(r.run.cost, r))
+                         d["p_holm"], d["test"], r.ratio, 1 / r.ratio, r.verdict] + cost_numbers(r.run.cost, r)
+                        + spread)
         else:
             difference = ci_text(d["diff"], d["ci_low"], d["ci_high"], signed=True)
             rows.append([r.line, r.run.label, f"{r.run.passes():.2f}", difference, p_text(d["p"]),
                          p_text(d["p_holm"]), d["test"], f"{r.ratio:.3f}", f"{1 / r.ratio:.2f}x", r.verdict]
-                        + cost_cells(r.run.cost, r))
+                        + cost_cells(r.run.cost, r) + [seeds_text(per_seed) or "-"])
     if numeric:
-        header = header[:3] + ["diff", "diff_ci_low", "diff_ci_high"] + header[4:10] + COST_NUMBERS
+        header = (header[:3] + ["diff", "diff_ci_low", "diff_ci_high"] + header[4:10] + COST_NUMBERS
+                  + ["seeds_lowest", "seeds_highest"])
     return header, rows
 
 
@@ -241,7 +259,26 @@ def cost_table(v, numeric=False):
     return header, rows
 
 
+def calibrated_lead_sentence(v, lead):
+    """A lead between two calibrated runs: their paired difference, confirmed (or not) here where
+    the two were chosen on validation."""
+    t, (best, second) = lead.test, lead.runs
+    verdict = shown_text(t)
+    better = better_sign(v.higher_is_better) * t["diff"] > 0
+    head = (f"- At {lead.budget:g} passes, `{best.label}` ({best.passes():.3g} passes) "
+            + ("(first on validation) minus " if lead.chosen else "leads ")
+            + f"`{second.label}` ({second.passes():.3g} passes)" + ("" if lead.chosen else " by"))
+    detail = (f"{ci_text(t['diff'], t['ci_low'], t['ci_high'], signed=True)} {v.headline} "
+              f"({p_pair(t)}{lower_text(t)})")
+    if lead.chosen:
+        outcome = "confirmed" if lead.shown and better else "reversed" if lead.shown else "not confirmed"
+        return f"{head}: {detail}; {outcome} on test ({verdict})."
+    return f"{head} {detail}; {verdict}."
+
+
 def lead_sentence(v, lead):
+    if lead.runs:
+        return calibrated_lead_sentence(v, lead)
     t, c = lead.test, lead.pchip
     if lead.outside > MAX_OUTSIDE:
         verdict = f"not shown: {lead.outside:.1%} of the bootstrap replicates fall outside a line's range"
@@ -303,6 +340,12 @@ def ablation_sentences(v, idea, pairs, at_budgets, same_parameters=True):
     lines = [f"- **{idea}**:"]
     for t in at_budgets:
         c = t["pchip"]
+        if c is None:     # two runs calibrated to the budget, compared as they are
+            (a, b), (pa, pb) = t["runs"], t["passes"]
+            lines.append(f"  - at {t['budget']:g} passes, `{a}` ({pa:.3g} passes) minus `{b}` ({pb:.3g}): "
+                         f"{ci_text(t['diff'], t['ci_low'], t['ci_high'], signed=True)} {v.headline} "
+                         f"({p_pair(t)}{lower_text(t)}; {shown_text(t)}).")
+            continue
         lines.append(f"  - at {t['budget']:g} passes: {ci_text(t['diff'], t['ci_low'], t['ci_high'], signed=True)} "
                      f"{v.headline} linear, {ci_text(c['diff'], c['ci_low'], c['ci_high'], signed=True)} monotone "
                      f"cubic ({both_text(t, c)}{outside_text(t['outside'])}; {budget_shown_text(t)}).")
@@ -349,10 +392,7 @@ def claims_markdown(v):
     seeds = f" x {v.seeds} seeds pooled per input" if v.seeds > 1 else ""
     out = [f"Generated by `bench report` from the result files: {v.n_inputs} shared inputs{seeds}, paired tests, "
            f"95% CIs from one joint bootstrap over inputs (Tango score intervals for 0/1 outcomes); {v.headline}, "
-           f"{direction} is better.", "", family_sentence(v), ""] + bounds_paragraph(v) + [
-           "Equal pass budgets (each strategy's sweep interpolated in log passes, linearly and by a monotone "
-           f"cubic; a lead is shown where it holds under both and at most {MAX_OUTSIDE:.0%} of the bootstrap "
-           f"replicates fall outside a line's range; {choice_note(v, 'the two lines compared at each budget')}):"]
+           f"{direction} is better.", "", family_sentence(v), ""] + bounds_paragraph(v) + [budgets_heading(v)]
     out += [lead_sentence(v, lead) for lead in v.leads] or ["- fewer than two strategies reach any budget."]
     out += ["", f"Speed-up at {v.reference} quality (paired non-inferiority test: one-sided at the margin; "
                 f"{choice_note(v, 'the run of each line tested')}):"]
@@ -365,15 +405,34 @@ def claims_markdown(v):
     return "\n".join(out) + "\n"
 
 
+def budgets_heading(v):
+    """How the budget leads below were made: calibrated runs, or sweeps interpolated to each budget."""
+    chosen = choice_note(v, "the two lines compared at each budget")
+    if v.at_budget is not None:
+        where = "on validation" if v.choices is not None and v.choices.at_budget is not None else "on these inputs"
+        return ("Equal pass budgets (each strategy's knob calibrated so that its run's mean passes lie within "
+                f"{TOLERANCE:.0%} of the budget {where}, `bench calibrate --budgets`; each run compared as it is, "
+                f"paired, no interpolation; {chosen}):")
+    return ("Equal pass budgets (each strategy's sweep interpolated in log passes, linearly and by a monotone "
+            f"cubic; a lead is shown where it holds under both and at most {MAX_OUTSIDE:.0%} of the bootstrap "
+            f"replicates fall outside a line's range; {chosen}):")
+
+
 def choices_markdown(v):
     """What ``v``'s claims test, as chosen on its validation runs, with the validation numbers."""
     c, direction = v.choices, "higher" if v.higher_is_better else "lower"
     out = [f"Generated by `bench report`: the choices `claims_{v.task}.md` tests, made on the validation split "
            f"({c.source}; {v.headline}, {direction} is better). The test inputs are not read to make them.", "",
-           "Each budget's lead compares the two lines with the best point values there (interpolated in log passes):"]
+           lead_rule(c)]
     for budget, (best, second) in c.leads.items():
         at = c.values[budget]
         out.append(f"- {budget:g} passes: `{best}` {at[best]:.4g}, then `{second}` {at[second]:.4g}")
+    if c.at_budget is not None:
+        out += ["", f"The run of each line at each budget (mean passes within {TOLERANCE:.0%} of it on validation; "
+                    "a line without one is not in that budget's cells):"]
+        for budget, named in c.at_budget.items():
+            runs = ", ".join(f"`{label}` {c.passes[label]:.3g}" for label in named.values())
+            out.append(f"- {budget:g} passes: {runs}")
     out += ["", f"Each line's speed-up tests its cheapest run non-inferior to {v.reference} within {v.tolerance:g} "
                 "on validation (one-sided test at the margin, raw p below 0.05), else its run closest to it:"]
     for row in c.rows:
@@ -381,6 +440,13 @@ def choices_markdown(v):
                    f"{ci_text(row.diff['diff'], row.diff['ci_low'], row.diff['ci_high'], signed=True)}, "
                    f"one-sided p {p_text(row.diff['p'])}; {row.verdict})")
     return "\n".join(out) + "\n"
+
+
+def lead_rule(c):
+    if c.at_budget is not None:
+        return ("Each budget's lead compares the two lines whose runs calibrated to it are best there "
+                "(the runs below):")
+    return "Each budget's lead compares the two lines with the best point values there (interpolated in log passes):"
 
 
 def ablations_markdown(verdicts):

@@ -19,6 +19,7 @@ from bench.paired import (
     better_sign,
     chunked,
     difference_test,
+    paired_difference,
     per_input,
     replicate_indices,
 )
@@ -26,6 +27,7 @@ from bench.report.cost import Cost, pooled_cost, run_cost
 from bench.report.interpolation import interpolate
 from bench.report.sweeps import lower_estimate, metric_of
 from bench.results import run_records
+from bench.settings import BUDGET_TOLERANCE as TOLERANCE
 from bench.settings import order_is_drawn, task_settings
 
 AREA_POINTS = 25  # log-spaced budgets the frontier area averages over
@@ -118,8 +120,9 @@ def pool_seeds(group):
         if STATISTICS[parts[0].statistic].pooled == "mean":   # per-input values averaged, counts added
             columns = [c / len(parts) for c in columns]
         return PerInput(parts[0].name, parts[0].statistic, columns, parts[0].higher_is_better, parts[0].extra)
-    seeds = sorted(r.summary["config"]["seed"] for r in group)
-    summary = dict(group[0].summary, pooled_seeds=seeds)
+    group = sorted(group, key=lambda r: r.summary["config"]["seed"])
+    seeds = [r.summary["config"]["seed"] for r in group]
+    summary = dict(group[0].summary, pooled_seeds=seeds, seed_values=[float(r.quality()) for r in group])
     costs = [r.cost for r in group if r.cost is not None]
     lowers = [r.lower for r in group]
     lower = (None if any(x is None for x in lowers) else combine(lowers)
@@ -209,6 +212,8 @@ class BudgetCell:
     best: bool = False      # best at this budget with its lead over the runner-up shown
     p90: float = np.nan     # 90th percentile of passes over inputs at this budget (Line.cost_at)
     steps_per_batch: float = np.nan   # batched steps of an average batch at this budget
+    passes: float = np.nan  # a calibrated run's own mean passes here (NaN: the line interpolated to the budget)
+    seed_values: tuple = ()  # a calibrated run's headline under each of its seeds (where it pools several)
 
 
 def budget_cell(value, replicates, distance, cost=(np.nan, np.nan)):
@@ -238,6 +243,7 @@ class Lead:
     pchip: dict
     outside: float
     chosen: bool = False    # the two lines were chosen on validation (the test inputs only confirm)
+    runs: tuple = ()        # calibrated: the two runs compared (best, runner-up); () where interpolated
 
     @property
     def diff(self):
@@ -289,6 +295,56 @@ def budget_table(lines, budgets, higher_is_better, chosen=None):
         if len(ranked) >= 2:
             leads.append(make_lead(budget, ranked[0], ranked[1], distance))
     return cells, leads
+
+
+def runs_at_budgets(lines, budgets, tolerance=TOLERANCE):
+    """{budget: {line: run label}}: each line's run whose mean passes lie within ``tolerance``
+    of the budget (the closest where several do); a line with none is absent at that budget."""
+    out = {}
+    for budget in budgets:
+        for line in lines:
+            near = [(abs(p / budget - 1), run.label) for p, run in zip(line.passes, line.runs)
+                    if abs(p / budget - 1) <= tolerance]
+            if near:
+                out.setdefault(budget, {})[line.name] = min(near)[1]
+    return out
+
+
+def calibrated_cell(line, j, distance):
+    """The BudgetCell of run ``j`` of ``line`` itself (no interpolation), with its mean passes and Cost."""
+    run = line.runs[j]
+    cost = (run.cost.p90, run.cost.steps_per_batch) if run.cost is not None else (np.nan, np.nan)
+    cell = budget_cell(line.quality[j], line.boot_quality[:, j], distance, cost)
+    cell.passes = float(line.passes[j])
+    cell.seed_values = tuple(run.summary.get("seed_values", ()))
+    return cell
+
+
+def calibrated_table(lines, budgets, higher_is_better, at_budget, chosen=None):
+    """``budget_table`` from calibrated runs: at each budget, each line's run named in
+    ``at_budget`` ({budget: {line: run label}}, the runs whose mean passes hit it: chosen on
+    validation, or on these inputs) is its cell as it is, and the lead is the paired difference of
+    two such runs, the two ``chosen`` names ({budget: (best, runner-up)}) or else the two best here."""
+    cells, leads, sign, distance = {}, [], better_sign(higher_is_better), is_distance(lines)
+    for budget in budgets:
+        named, runs = at_budget.get(budget, {}), {}
+        for line in lines:
+            j = next((j for j, run in enumerate(line.runs) if run.label == named.get(line.name)), None)
+            cells.setdefault(line.name, {})[budget] = None if j is None else calibrated_cell(line, j, distance)
+            if j is not None:
+                runs[line.name] = line.runs[j]
+        ranked = sorted(runs, key=lambda name: -sign * runs[name].quality())
+        pair = chosen.get(budget, ()) if chosen is not None else ranked[:2]
+        if len(pair) == 2 and all(name in runs for name in pair):
+            leads.append(calibrated_lead(budget, *pair, runs, chosen is not None))
+    return cells, leads
+
+
+def calibrated_lead(budget, best, runner_up, runs, chosen):
+    """The Lead of calibrated run ``runs[best]`` over ``runs[runner_up]``: their paired difference
+    (``paired_difference``: Tango score for 0/1 outcomes, else the paired bootstrap)."""
+    test = paired_difference(runs[best].quality, runs[runner_up].quality)
+    return Lead(budget, best, runner_up, test, None, 0.0, chosen, (runs[best], runs[runner_up]))
 
 
 def mark_best(cells, leads, higher_is_better):

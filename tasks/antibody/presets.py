@@ -12,18 +12,28 @@ that the whole default tier fits 60 minutes on 2 cores; docs/running.md). The bu
 16 passes, the last that two lines of the default reach (only eb goes beyond). The split's other
 test domains are there for `--limit` or a larger machine.
 """
-from bench.settings import Validation, Verdicts, register_task_settings, sweep
+from pathlib import Path
 
+from bench.settings import BudgetCalibration, Knob, Validation, Verdicts, register_task_settings, sweep
+
+GRID = sweep("eb", "gamma", (0.3, 1, 3)) + sweep("threshold", "tau", (0.9, 0.7))
+# The default keeps of eb's and the threshold's grids only their ends beyond the last budget (16
+# passes); their runs calibrated to each budget (CALIBRATION below, added by bench.presets) span 4-16.
 DEFAULT = (["sequential"] + sweep("topk", "k", (4, 8, 100)) + sweep("margin", "k", (4, 8))
-           + sweep("eb", "gamma", (0.3, 1, 3)) + sweep("threshold", "tau", (0.9, 0.7)))
-PAPER = (DEFAULT + sweep("eb", "gamma", (0.1,)) + sweep("threshold", "tau", (0.5,))
+           + sweep("eb", "gamma", (0.3,)) + sweep("threshold", "tau", (0.9,)))
+PAPER = (DEFAULT + GRID + sweep("eb", "gamma", (0.1,)) + sweep("threshold", "tau", (0.5,))
          + sweep("topk", "k", (2,)) + sweep("margin", "k", (2,)))
 QUICK = ["sequential", "topk:k=8", "margin:k=8", "eb:gamma=1", "threshold:tau=0.9", "topk:k=100"]
+# The budget table compares eb and the threshold at runs calibrated to each budget on the 48
+# validation domains (`python -m bench calibrate --task antibody --budgets` writes the file).
+CALIBRATION = BudgetCalibration((Knob("eb", "gamma", 0.1, 30), Knob("threshold", "tau", 0.1, 0.95)),
+                                str(Path(__file__).parent / "calibration.json"))
 
 register_task_settings(
     "antibody", {"paper": PAPER, "default": DEFAULT, "quick": QUICK},
     limits={"quick": 16, "default": 48, "paper": 48},   # a 26M-parameter model: 48 domains, not the split's 296
     figure_references=("eb",),
     validation=Validation(seed=0, data="validation", limit=48),   # the task's own split: genes apart from test's
+    calibration=CALIBRATION,
     # recovery of the own germline's region (share of ~87 residues): one point is about one residue
     verdicts=Verdicts(budgets=(4, 8, 16), margin=0.01, reference="sequential"))

@@ -3,7 +3,9 @@
 the chain the MI oracle reads exact MI (no probing). Both are cheap (about 5 minutes together
 on 2 cores), so ``default`` runs the full sweep; ``paper`` adds the seeds (bench.presets).
 """
-from bench.settings import Validation, Verdicts, register_task_settings, sweep
+from pathlib import Path
+
+from bench.settings import BudgetCalibration, Knob, Validation, Verdicts, register_task_settings, sweep
 from strategies.learned.presets import learned_sweep
 from strategies.schedules.presets import field_quick, field_sweep
 
@@ -14,12 +16,23 @@ SWEEP = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin", "k
          + sweep("mi_eb", "gamma", GAMMAS) + learned_sweep((8, 16, 32))
          + field_sweep((8, 16), dus_block=8, remask_steps=16, factors=(1.0, 1.5))
          + ["schedule:schedule=bernoulli,steps=16"])
+# The default keeps of the knob lines' grids only their ends beyond the last budget (32 passes: the
+# speed-up's near-sequential runs); their runs calibrated to each budget (CALIBRATION below, added
+# by bench.presets) span 8-32 passes, and the budget table compares those.
+HIGH = (1,)
+DEFAULT = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin", "k", (2, 4, 8))
+           + sweep("eb", "gamma", HIGH) + sweep("threshold", "tau", (0.9, 0.7))
+           + sweep("mi", "gamma", (1, 2)) + sweep("mi", "gamma", (1, 2), ",lam=0")
+           + sweep("mi_eb", "gamma", HIGH) + learned_sweep((8, 16, 32))
+           + field_sweep((8, 16), dus_block=8, remask_steps=16, factors=(1.0, 1.5))
+           + ["schedule:schedule=bernoulli,steps=16"])
 # the exact chain's runs cost seconds: hmm runs the family's wider sweep
 # Issue 33's 2x2 on the shipped MDM (hmm_mdm only: the policy belongs to that model): the ELBO-trained
 # policy (frozen denoiser) and the heuristics' low-pass ends
 JOINT_BASE = ["learned:T=8,policy=tasks/hmm/weights/mdm/elbo/order_policy_T8.pt", "eb:gamma=16", "margin:k=16"]
 FIELD_EXACT = ["schedule:steps=32", "factor_rule:f=0.7", "schedule:score=ltr,schedule=constant,k=1"]
 EXACT = SWEEP + sweep("mi_oracle", "gamma", (2, 4, 8)) + FIELD_EXACT
+DEFAULT_EXACT = DEFAULT + sweep("mi_oracle", "gamma", (2,)) + FIELD_EXACT
 QUICK = (["sequential", "topk:k=8", "margin:k=8", "eb:gamma=2", "threshold:tau=0.7"]
          + sweep("mi", "gamma", (2,)) + sweep("mi", "gamma", (2,), ",lam=0") + ["mi_eb:gamma=2"]
          + learned_sweep((16,), modes=("sample",)) + field_quick(16, dus_block=8))
@@ -38,17 +51,30 @@ LEARNED = ("learned_sample", "learned_threshold")
 # Every input is a fully masked sequence whose values the run's seed draws: the validation split
 # is the same sweep under a seed no tier runs.
 VALIDATION = Validation(seed=100)
+# The budget tables compare runs calibrated to each budget on validation (`python -m bench calibrate
+# --task hmm --budgets`, then hmm_mdm): each line with a continuous knob, at 8, 16, 24 and 32 passes.
+KNOBS = (Knob("eb", "gamma", 0.5, 64), Knob("threshold", "tau", 0.2, 0.95), Knob("mi", "gamma", 0.5, 64),
+         Knob("mi:lam=0", "gamma", 0.5, 64), Knob("mi_eb", "gamma", 0.5, 64))
+CALIBRATION = Path(__file__).parent / "calibration"
+
+
+def calibration(task, knobs=KNOBS):
+    return BudgetCalibration(knobs, str(CALIBRATION / f"{task}.json"))
+
+
 register_task_settings(
-    "hmm", {"paper": EXACT, "default": EXACT, "quick": QUICK + ["mi_oracle:gamma=2"],
+    "hmm", {"paper": EXACT, "default": DEFAULT_EXACT, "quick": QUICK + ["mi_oracle:gamma=2"],
             "ci": ["sequential", "topk:k=8", "eb:gamma=2", "mi_oracle:gamma=2"]},
     limits={"ci": 200}, verdicts=VERDICTS, figure_references=FIGURE_REFERENCES,
     order_bounds=ORDER_BOUNDS, order_lower=ORDER_LOWER, validation=VALIDATION,
+    calibration=calibration("hmm", KNOBS + (Knob("mi_oracle", "gamma", 0.5, 64),)),
+    seeds={"default": (0, 1, 2)},   # every run samples its values; the chain makes three seeds cheap
     ablations=("mi_term_greedy", "mi_term_eb", "oracle_symmetric", "oracle_directed", "mi_vs_eb") + LEARNED)
 # The oracle probes the trained MDM (V = 8 passes per probed row: about 12 minutes for 1,000
 # sequences on 2 cores), so the hmm_mdm tiers leave it out; the chain's exact oracle is in `hmm`.
 register_task_settings(
-    "hmm_mdm", {"paper": SWEEP + JOINT_BASE, "default": SWEEP + JOINT_BASE, "quick": QUICK,
+    "hmm_mdm", {"paper": SWEEP + JOINT_BASE, "default": DEFAULT + JOINT_BASE, "quick": QUICK,
                 "ci": ["sequential", "topk:k=8", "eb:gamma=2", "threshold:tau=0.7"]},
     limits={"quick": 500, "ci": 200}, verdicts=VERDICTS, figure_references=FIGURE_REFERENCES,
-    order_bounds=ORDER_BOUNDS, order_lower=ORDER_LOWER, validation=VALIDATION,
+    order_bounds=ORDER_BOUNDS, order_lower=ORDER_LOWER, validation=VALIDATION, calibration=calibration("hmm_mdm"),
     ablations=("mi_term_greedy", "mi_term_eb", "mi_vs_eb") + LEARNED)
