@@ -140,3 +140,20 @@ def test_a_calibration_needs_a_validation_split():
     with pytest.raises(BenchError, match="budget calibration without a validation split"):
         register_task_settings("no_such_task", {"default": ["eb"]}, verdicts=Verdicts((8,), 0.1),
                                calibration=BudgetCalibration((Knob("eb", "gamma", 1, 10),), "x.json"))
+
+
+def test_an_ablation_at_a_budget_pairs_the_two_calibrated_runs_and_interpolates_elsewhere():
+    """Where the idea's line and its ablation's both have a run at the budget, the claim is their paired
+    difference (no interpolation, ``pchip`` None); at a budget only the sweeps span, it interpolates."""
+    from bench.report.claims import ablation_at_budgets
+    from bench.report.verdicts import joint_indices
+    rng = np.random.default_rng(1)
+    good, bad = (rng.random(300) < 0.7).astype(float), (rng.random(300) < 0.4).astype(float)
+    idea = [scored("mi:g=1", 8.0, good), scored("mi:g=3", 16.0, good)]
+    ablation = [scored("mi:g=1,lam=0", 8.1, bad), scored("mi:g=4,lam=0", 17.0, bad)]
+    at_budget = {8: {"mi": "mi:g=1", "mi lam=0": "mi:g=1,lam=0"}}
+    out = ablation_at_budgets(idea, ablation, joint_indices(idea), (8, 12), at_budget)
+    paired, interpolated = out
+    assert paired["pchip"] is None and paired["runs"] == ("mi:g=1", "mi:g=1,lam=0")
+    assert paired["diff"] == pytest.approx(good.mean() - bad.mean())
+    assert interpolated["budget"] == 12 and interpolated["pchip"] is not None

@@ -72,13 +72,17 @@ def test_orders_command_adds_the_estimate_and_the_run_still_verifies(tmp_path):
     assert made.returncode == 0, made.stderr
     done = run_cli("orders", "--results", out, "--tasks", "hmm", "--orders", 8)
     assert done.returncode == 0, done.stderr
-    summary = json.loads(next((out / "hmm").glob("*.json")).read_text())
+    first = sorted((out / "hmm").glob("*.json"))[0]     # the default runs hmm under three seeds
+    summary = json.loads(first.read_text())
     metrics = {m["name"]: m for m in summary["metrics"]}
     lower, bound = metrics["kl_nats_orders"], metrics["kl_nats"]
     assert lower["orders"] == 8 and lower["per_input"]["fields"] == ["log_q_orders", "log_p"]
     assert lower["value"] < bound["value"] and lower["value_half_orders"] < lower["value"] + 0.5
     again = run_cli("run", "--tasks", "hmm", "--strategies", spec, "--limit", 40, "--out", out, "--verify", 3)
     assert again.returncode == 0 and "reproduce it" in again.stdout + again.stderr, again.stderr
+    kept = run_cli("orders", "--results", out, "--tasks", "hmm", "--orders", 8)   # finished work is kept
+    assert kept.returncode == 0 and "3 runs already carry an estimate at 8 orders: kept" in kept.stdout
+    assert json.loads(first.read_text()) == summary
 
 
 @pytest.mark.parametrize("args, message", [(("--orders", 3), "even number"),

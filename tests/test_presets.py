@@ -7,15 +7,16 @@ from bench.errors import BenchError
 from bench.presets import PRESETS, plan, sweep_of, unswept
 from bench.registry import STRATEGIES, TASKS, load_plugins, parse_strategy
 from bench.run.cell import Run, result_paths
-from bench.settings import TaskSettings, all_task_settings, register_task_settings, verdicts_for
+from bench.settings import TaskSettings, all_task_settings, calibrated_specs, register_task_settings, verdicts_for
 from conftest import ROOT, run_cli
 
 
 def test_no_preset_runs_the_default_sweep_of_the_headline_task_on_all_data():
     (only,) = plan()
     declared = all_task_settings()["sudoku"]
-    assert declared.headline and (only.task, only.limit, only.seeds) == ("sudoku", None, (0,))
-    assert only.specs == list(declared.specs["default"])
+    assert declared.headline and (only.task, only.limit) == ("sudoku", None)
+    assert only.seeds == declared.seeds["default"] == (0, 1, 2)   # the runner keeps seed 0 alone of runs that draw nothing
+    assert only.specs == list(declared.specs["default"]) + calibrated_specs(declared)
 
 
 def test_ci_is_small_and_paper_adds_seeds():
