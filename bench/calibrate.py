@@ -170,7 +170,8 @@ def write_entries(path, task_name, plan, entries):
 def calibrate_budgets(task_name, validation_dir, only=None, progress=print):
     """Calibrate every Knob of ``task_name``'s BudgetCalibration to each of its Verdicts budgets
     on the validation split (``only``: the knobs whose template is named), writing the file after
-    each one so that no finished calibration is lost; returns the entries. Bracketed by the
+    each one so that no finished calibration is lost (a later call keeps those within tolerance
+    and searches the rest again); returns the entries. Bracketed by the
     validation runs under ``validation_dir`` on the same inputs and by earlier probes."""
     import time
 
@@ -188,10 +189,13 @@ def calibrate_budgets(task_name, validation_dir, only=None, progress=print):
     same_inputs = [r for r in (find_results(validation_dir) if validation_dir.is_dir() else [])
                    if r["task"] == task_name and r["config"]["limit"] == plan.limit
                    and r["config"]["seed"] == plan.seeds[0]]
-    entries = [e for e in calibration_entries(cal.file) if not only or e["template"] not in only]
+    entries = [e for e in calibration_entries(cal.file)   # --only searches its knobs afresh, a call its failures
+               if (not only or e["template"] not in only) and (e["within"] or (only and e["template"] not in only))]
     for knob in (k for k in cal.knobs if not only or k.template in only):
         measure = passes_measure(task, model, eval_set, knob.template, knob.knob, plan.seeds[0])
         for budget in settings.verdicts.budgets:
+            if any(e["template"] == knob.template and e["budget"] == budget and e["within"] for e in entries):
+                continue     # found by an earlier call: kept
             start = time.perf_counter()
             known = known_probes(knob.template, knob.knob, same_inputs, entries)
             try:

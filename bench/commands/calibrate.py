@@ -15,7 +15,8 @@ def add_arguments(parser):
     parser.add_argument("--budgets", action="store_true",
                         help="calibrate every knob the task's budget table declares at each of its budgets, "
                              "writing the file its presets read (bench.settings.BudgetCalibration)")
-    parser.add_argument("--only", help="with --budgets: only these comma-separated knob templates (e.g. eb,mi:lam=0)")
+    parser.add_argument("--only", help="with --budgets: only these comma-separated knob templates, as the "
+                                       "task's settings name them")
     parser.add_argument("--validation", default="validation",
                         help="with --budgets: the folder of the task's validation runs, which bracket the search")
 

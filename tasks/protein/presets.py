@@ -10,7 +10,7 @@ cores), so no tier runs it here; README shows how it is run on the first 100 seq
 """
 from pathlib import Path
 
-from bench.settings import BudgetCalibration, Knob, Validation, Verdicts, register_task_settings, sweep
+from bench.settings import Validation, Verdicts, register_task_settings, sweep
 from strategies.learned.presets import learned_sweep
 from strategies.schedules.presets import field_quick, field_sweep
 
@@ -26,13 +26,10 @@ PAPER = (["sequential"] + sweep("topk", "k", (3, 4, 12)) + sweep("margin", "k", 
          + sweep("eb", "gamma", (0.1, 0.3, 1, 3, 10, 20)) + sweep("threshold", "tau", (0.9, 0.7))
          + sweep("mi", "gamma", (2,) + MI_GAMMAS) + sweep("mi", "gamma", MI_GAMMAS, ",lam=0")
          + sweep("mi_eb", "gamma", (3, 10, 20)) + learned_sweep((5, 10, 15)))
-# The default keeps of the knob lines' grids only their ends beyond the last budget (24 passes: the
-# speed-up's near-sequential runs); their runs calibrated to each budget (CALIBRATION below, added
-# by bench.presets) span 8-24 passes, and the budget table compares those.
 DEFAULT = (["sequential"] + sweep("topk", "k", (3, 4, 12)) + sweep("margin", "k", (3, 4, 12))
-           + sweep("eb", "gamma", (3,)) + sweep("threshold", "tau", (0.7,))
-           + sweep("mi", "gamma", (6,)) + sweep("mi", "gamma", (6,), ",lam=0")
-           + sweep("mi_eb", "gamma", (3,)) + learned_sweep((5, 10, 15)))
+           + sweep("eb", "gamma", (3, 10, 20)) + sweep("threshold", "tau", (0.7,))
+           + sweep("mi", "gamma", MI_GAMMAS) + sweep("mi", "gamma", MI_GAMMAS, ",lam=0")
+           + sweep("mi_eb", "gamma", (3, 10, 20)) + learned_sweep((5, 10, 15)))
 QUICK = (["sequential", "topk:k=4", "margin:k=4", "eb:gamma=3", "threshold:tau=0.7"]
          + sweep("mi", "gamma", (12,)) + sweep("mi", "gamma", (12,), ",lam=0") + ["mi_eb:gamma=10"]
          + learned_sweep((10,), modes=("sample",)))
@@ -44,13 +41,6 @@ CI = ["sequential", "topk:k=4", "eb:gamma=1", "threshold:tau=0.7"]
 # with reference A or with training) as the reference the metrics read, and lengths drawn from it
 # under a seed no tier runs; its floor is then half of B against the other half.
 VALIDATION = Validation(seed=100, data=str(Path(__file__).parent / "data" / "reference_b.fasta"))
-# The budget table compares each line with a continuous knob at runs calibrated to each budget on
-# the validation split (`python -m bench calibrate --task protein --budgets` writes the file; the
-# default and paper tiers run what it holds).
-CALIBRATION = BudgetCalibration(
-    (Knob("eb", "gamma", 1, 100), Knob("threshold", "tau", 0.05, 0.7), Knob("mi", "gamma", 1, 100),
-     Knob("mi:lam=0", "gamma", 1, 100), Knob("mi_eb", "gamma", 1, 100)),
-    str(Path(__file__).parent / "calibration.json"))
 
 register_task_settings(
     "protein", {"paper": PAPER, "default": DEFAULT, "quick": QUICK, "ci": CI},
@@ -59,4 +49,4 @@ register_task_settings(
     # (reports/protein_ladder.md), the smallest degradation the metric is built to see
     figure_references=("eb", "schedule:score=random"),
     verdicts=Verdicts(budgets=(8, 12, 16, 24), margin=0.003, reference="sequential"), validation=VALIDATION,
-    calibration=CALIBRATION, ablations=("mi_term_greedy", "mi_term_eb", "learned_sample", "learned_threshold"))
+    ablations=("mi_term_greedy", "mi_term_eb", "learned_sample", "learned_threshold"))
