@@ -157,3 +157,11 @@ def test_an_ablation_at_a_budget_pairs_the_two_calibrated_runs_and_interpolates_
     assert paired["pchip"] is None and paired["runs"] == ("mi:g=1", "mi:g=1,lam=0")
     assert paired["diff"] == pytest.approx(good.mean() - bad.mean())
     assert interpolated["budget"] == 12 and interpolated["pchip"] is not None
+
+
+def test_a_calibrated_cell_names_its_passes_and_its_spread_over_seeds():
+    from bench.report.render import cell_text
+    from bench.report.verdicts import BudgetCell
+    cell = BudgetCell(0.5, 0.45, 0.55, passes=16.12, seed_values=(0.49, 0.52, 0.5), p90=20, steps_per_batch=22)
+    assert cell_text(cell) == "0.5 [0.45, 0.55]; 16.1 passes; seeds 0.49-0.52 (3); p90 20, batch 22"
+    assert cell_text(BudgetCell(0.5, 0.45, 0.55)) == "0.5 [0.45, 0.55]"     # an interpolated cell, one seed
