@@ -81,7 +81,7 @@ def test_orders_command_adds_the_estimate_and_the_run_still_verifies(tmp_path):
     again = run_cli("run", "--tasks", "hmm", "--strategies", spec, "--limit", 40, "--out", out, "--verify", 3)
     assert again.returncode == 0 and "reproduce it" in again.stdout + again.stderr, again.stderr
     kept = run_cli("orders", "--results", out, "--tasks", "hmm", "--orders", 8)   # finished work is kept
-    assert kept.returncode == 0 and "3 runs already carry an estimate at 8 orders: kept" in kept.stdout
+    assert kept.returncode == 0 and "3 runs already carry an estimate at 8 orders or more: kept" in kept.stdout
     assert json.loads(first.read_text()) == summary
 
 

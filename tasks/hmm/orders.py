@@ -101,7 +101,7 @@ def drawn_runs(results_dir, task_names):
 def estimate_orders(results_dir="results", task_names=("hmm", "hmm_mdm"), orders=64, only="", skip=None):
     """The lower estimate at ``orders`` orders per sample for every run of ``task_names`` under
     ``results_dir`` that draws its order (``only``: those whose label contains it; ``skip``: not
-    those whose label contains it); a run that already carries one at ``orders`` is kept as it is."""
+    those whose label contains it); a run that already carries one at ``orders`` or more is kept as it is."""
     if not task_names or any(t not in ("hmm", "hmm_mdm") for t in task_names):
         raise BenchError(f"--tasks takes hmm and hmm_mdm, got {','.join(task_names) or 'nothing'}")
     if orders < 2 or orders % 2:
@@ -109,10 +109,10 @@ def estimate_orders(results_dir="results", task_names=("hmm", "hmm_mdm"), orders
     load_plugins()
     found = [(p, s) for p, s in drawn_runs(results_dir, task_names)
              if only in s["label"] and not (skip and skip in s["label"])]
-    done = [p for p, s in found if s.get("order_estimate", {}).get("orders") == orders]
+    done = [p for p, s in found if s.get("order_estimate", {}).get("orders", 0) >= orders]
     found = [(p, s) for p, s in found if p not in done]
     if done:
-        print(f"{len(done)} runs already carry an estimate at {orders} orders: kept")
+        print(f"{len(done)} runs already carry an estimate at {orders} orders or more: kept")
     if not found and done:
         return
     if not found:
