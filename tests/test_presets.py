@@ -15,7 +15,7 @@ def test_no_preset_runs_the_default_sweep_of_the_headline_task_on_all_data():
     (only,) = plan()
     declared = all_task_settings()["sudoku"]
     assert declared.headline and (only.task, only.limit) == ("sudoku", None)
-    assert only.seeds == declared.seeds["default"] == (0, 1, 2)   # the runner keeps seed 0 alone of runs that draw nothing
+    assert only.seeds == declared.seeds["default"] == (0, 1, 2)   # runs that draw nothing run seed 0 alone
     assert only.specs == list(declared.specs["default"]) + calibrated_specs(declared)
 
 

@@ -56,9 +56,9 @@ def test_the_validation_puzzles_share_no_grid_with_the_test_puzzles():
     assert len(validation.puzzles) == 1000 and not grids_of(validation) & grids_of(test)
 
 
-def write_split(folder, outcomes, data_id):
+def write_split(folder, outcomes, data_id, runs=SPLIT_RUNS):
     folder.mkdir()
-    for r in SPLIT_RUNS:
+    for r in runs:
         r = json.loads(json.dumps(r))
         r["config"]["data_id"] = data_id
         with_records(folder, r, outcomes[r["label"]], r["metrics"][1]["value"])
@@ -68,18 +68,24 @@ def test_the_report_tests_on_test_the_run_and_the_pair_validation_chose(tmp_path
     """On validation eb:gamma=1 is non-inferior (and cheapest), on test only eb:gamma=0.1 is: the
     claims test gamma=1 and say it is worse, instead of picking gamma=0.1 after seeing test."""
     good, bad, better = [1] * 300 + [0] * 300, [0] * 600, [1] * 330 + [0] * 270
+    # Sudoku's budget table compares runs at each budget: eb and top-k both have one at 8 passes
+    runs = SPLIT_RUNS[:5] + [run("topk:k=7,order=confidence", 8, 0.5, {"k": 7, "order": "confidence"}, "topk:k=7"),
+                             run("eb:gamma=0.3,order=entropy", 8, 0.5, {"gamma": 0.3, "order": "entropy"},
+                                 "eb:gamma=0.3")]
     write_split(tmp_path / "validation", {"sequential": good, "eb:gamma=0.1": good, "eb:gamma=1": good,
-                                          "topk:k=2": good, "topk:k=5": good, "topk:k=7": better}, "valid")
+                                          "eb:gamma=0.3": good, "topk:k=2": good, "topk:k=5": good,
+                                          "topk:k=7": better}, "valid", runs)
     write_split(tmp_path / "results", {"sequential": good, "eb:gamma=0.1": good, "eb:gamma=1": bad,
-                                       "topk:k=2": bad, "topk:k=5": bad, "topk:k=7": bad}, "test")
+                                       "eb:gamma=0.3": good, "topk:k=2": bad, "topk:k=5": bad, "topk:k=7": bad},
+                "test", runs)
     write_all_tables(tmp_path / "results", tmp_path / "reports")
     rows = {r["strategy"]: r for r in csv.DictReader((tmp_path / "reports" / "speedup_sudoku.csv").open())}
     assert rows["eb"]["run"] == "eb:gamma=1" and rows["eb"]["non-inferior (margin 0.01)"] == "no"
     claims = (tmp_path / "reports" / "claims_sudoku.md").read_text()
-    assert "chosen on validation (6 runs on 600 validation inputs (data valid, seed 0)" in claims
+    assert "chosen on validation (7 runs on 600 validation inputs (data valid, seed 0)" in claims
     choices = (tmp_path / "reports" / "choices_sudoku.md").read_text()
     assert "- eb: `eb:gamma=1` (5.0 passes" in choices and "test inputs are not read" in choices
-    assert "- At 8 passes, `topk` (first on validation) minus `eb` (second): -" in claims
+    assert "- At 8 passes, `topk:k=7` (8 passes) (first on validation) minus `eb:gamma=0.3` (8 passes): -" in claims
     assert "; reversed on test (shown" in claims   # validation ranked them the other way
 
 
