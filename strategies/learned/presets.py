@@ -16,7 +16,8 @@ register_drawn_order("learned", {"mode": "sample"})   # P's order drawn at rando
 for mode, word in MODE_WORD.items():
     register_ablation(f"learned_{mode}", Ablation(
         f"the trained order policy over its untrained initialisation ({word}; learned against "
-        f"learned init=true)", "learned", {"init": False, "mode": mode}, "learned", {"init": True, "mode": mode}))
+        f"learned init=true)", "learned", {"init": False, "mode": mode, "policy": ""},
+        "learned", {"init": True, "mode": mode, "policy": ""}))   # the shipped policy: not another file's (ELBO, joint)
 
 
 # Each learned run on the jointly trained denoiser pairs with the frozen denoiser's learned runs of the
