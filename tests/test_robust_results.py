@@ -207,7 +207,7 @@ def test_sampled_runs_are_verified_too(sudoku, tmp_path, capsys):
 def test_the_main_command_verifies_committed_runs(tmp_path):
     """What `bench run --tasks sudoku,protein` does with the committed results, on one run: the
     committed files (copied, so nothing is written into results/) are decoded again in part."""
-    task, strategy = SudokuTask(), parse_strategy("threshold:tau=0.7")
+    task, strategy = SudokuTask(), parse_strategy("topk:k=5")
     model, eval_set = task.load_model(), task.eval_set(None, 0)
     config = Run(task, model, eval_set, strategy, "", 0, None, batch_size=250).config  # the default preset's run
     summary_path, records_path, _ = result_paths(ROOT / "results", config)
@@ -215,7 +215,7 @@ def test_the_main_command_verifies_committed_runs(tmp_path):
     (tmp_path / "sudoku").mkdir()
     for path in committed:
         shutil.copy(path, tmp_path / "sudoku" / path.name)
-    proc = run_cli("run", "--tasks", "sudoku", "--strategies", "threshold:tau=0.7", "--out", tmp_path)
+    proc = run_cli("run", "--tasks", "sudoku", "--strategies", "topk:k=5", "--out", tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "complete already" in proc.stderr and "4 inputs decoded again reproduce it" in proc.stderr
     assert sorted(p.name for p in (tmp_path / "sudoku").iterdir()) == sorted(p.name for p in committed)
