@@ -16,6 +16,7 @@ import torch
 from bench.decode import decode
 from bench.errors import BenchError
 from bench.settings import BUDGET_TOLERANCE as TOLERANCE  # mean passes within 2% of the budget
+from bench.settings import calibration_entries
 
 MAX_STEPS = 30
 MIN_WIDTH = 1e-4   # a bracket narrower than this (relative, or absolute for a range from 0) is not split
@@ -137,21 +138,14 @@ def matching_params(template, knob):
 def known_probes(template, knob, results, entries):
     """(knob value, mean passes) already measured on the calibration's inputs: the line's runs among
     ``results`` (validation summaries on the same inputs) and earlier ``entries``' probes of it."""
+    from bench.report.sweeps import mean_passes
     name, fixed = matching_params(template, knob)
     probes = [tuple(p) for e in entries if e["template"] == template and e["knob"] == knob for p in e["probes"]]
     for r in results:
         params = r["config"]["strategy_params"]
         if r["strategy"] == name and all(params.get(k) == v for k, v in fixed.items()) and knob in params:
-            passes = next(m["value"] for m in r["metrics"] if m["name"] == "passes")
-            probes.append((float(params[knob]), float(passes)))
+            probes.append((float(params[knob]), float(mean_passes(r))))
     return sorted(set(probes))
-
-
-def calibration_entries(path):
-    """The entries a budget-calibration file holds ([] where it does not exist yet)."""
-    import json
-    from pathlib import Path
-    return json.loads(Path(path).read_text())["runs"] if Path(path).is_file() else []
 
 
 def write_entries(path, task_name, plan, entries):
@@ -189,8 +183,8 @@ def calibrate_budgets(task_name, validation_dir, only=None, progress=print):
     same_inputs = [r for r in (find_results(validation_dir) if validation_dir.is_dir() else [])
                    if r["task"] == task_name and r["config"]["limit"] == plan.limit
                    and r["config"]["seed"] == plan.seeds[0]]
-    entries = [e for e in calibration_entries(cal.file)   # --only searches its knobs afresh, a call its failures
-               if (not only or e["template"] not in only) and (e["within"] or (only and e["template"] not in only))]
+    # --only searches its knobs afresh and keeps the rest; a call without it keeps what is within tolerance
+    entries = [e for e in calibration_entries(cal.file) if (e["template"] not in only if only else e["within"])]
     for knob in (k for k in cal.knobs if not only or k.template in only):
         measure = passes_measure(task, model, eval_set, knob.template, knob.knob, plan.seeds[0])
         for budget in settings.verdicts.budgets:

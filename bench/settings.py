@@ -204,14 +204,19 @@ def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations
     return claim("task settings", TASK_SETTINGS, task, settings, origin=caller_module())
 
 
+def calibration_entries(path):
+    """The entries a budget-calibration file holds ([] where it does not exist yet)."""
+    import json
+    from pathlib import Path
+    return json.loads(Path(path).read_text())["runs"] if Path(path).is_file() else []
+
+
 def calibrated_specs(settings):
     """The specs ``settings``' budget calibration found within tolerance at its verdict budgets (its
     file; [] before `bench calibrate --budgets` has written it), each once, in the file's order."""
-    import json
-    from pathlib import Path
-    if settings is None or settings.calibration is None or not Path(settings.calibration.file).is_file():
+    if settings is None or settings.calibration is None:
         return []
-    found = json.loads(Path(settings.calibration.file).read_text())["runs"]
+    found = calibration_entries(settings.calibration.file)
     budgets = settings.verdicts.budgets
     return list(dict.fromkeys(e["spec"] for e in found if e["within"] and e["budget"] in budgets))
 

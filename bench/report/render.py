@@ -263,17 +263,21 @@ def calibrated_lead_sentence(v, lead):
     """A lead between two calibrated runs: their paired difference, confirmed (or not) here where
     the two were chosen on validation."""
     t, (best, second) = lead.test, lead.runs
-    verdict = shown_text(t)
-    better = better_sign(v.higher_is_better) * t["diff"] > 0
     head = (f"- At {lead.budget:g} passes, `{best.label}` ({best.passes():.3g} passes) "
             + ("(first on validation) minus " if lead.chosen else "leads ")
             + f"`{second.label}` ({second.passes():.3g} passes)" + ("" if lead.chosen else " by"))
     detail = (f"{ci_text(t['diff'], t['ci_low'], t['ci_high'], signed=True)} {v.headline} "
               f"({p_pair(t)}{lower_text(t)})")
     if lead.chosen:
-        outcome = "confirmed" if lead.shown and better else "reversed" if lead.shown else "not confirmed"
-        return f"{head}: {detail}; {outcome} on test ({verdict})."
-    return f"{head} {detail}; {verdict}."
+        return f"{head}: {detail}; {confirmation(v, lead)} on test ({shown_text(t)})."
+    return f"{head} {detail}; {shown_text(t)}."
+
+
+def confirmation(v, lead):
+    """What the test inputs say of a lead chosen on validation: confirmed (shown, same direction),
+    reversed (shown, the other way) or not confirmed."""
+    better = better_sign(v.higher_is_better) * lead.test["diff"] > 0
+    return "confirmed" if lead.shown and better else "reversed" if lead.shown else "not confirmed"
 
 
 def lead_sentence(v, lead):
@@ -298,12 +302,10 @@ def chosen_lead_sentence(v, lead, verdict, outside):
     """A lead whose two lines were chosen on validation: confirmed here only if shown and in the
     direction validation gave."""
     t, c = lead.test, lead.pchip
-    better = better_sign(v.higher_is_better) * t["diff"] > 0
-    outcome = ("confirmed" if lead.shown and better else "reversed" if lead.shown else "not confirmed")
     return (f"- At {lead.budget:g} passes, `{lead.best}` (first on validation) minus `{lead.runner_up}` (second): "
             f"{ci_text(t['diff'], t['ci_low'], t['ci_high'], signed=True)} {v.headline} linear in log passes, "
             f"{ci_text(c['diff'], c['ci_low'], c['ci_high'], signed=True)} monotone cubic "
-            f"({both_text(t, c)}{outside}); {outcome} on test ({verdict}).")
+            f"({both_text(t, c)}{outside}); {confirmation(v, lead)} on test ({verdict}).")
 
 
 def choice_note(v, what):

@@ -60,10 +60,15 @@ def prepare_runs(args):
     runs = []
     for task, task_plan, strategies, model, eval_sets in load_tasks(args, placement(args.device, args.dtype)):
         for seed in task_plan.seeds:
-            # a run that draws nothing would repeat its first seed's records: only the first seed runs it
-            chosen = [s for s in strategies if seed == task_plan.seeds[0] or draws_randomly(task, s[1])]
-            runs.append(TaskRuns(task, model, eval_sets[seed], chosen, seed, task_plan.limit, task_plan.data))
+            runs.append(TaskRuns(task, model, eval_sets[seed], seed_strategies(task, task_plan, strategies, seed),
+                                 seed, task_plan.limit, task_plan.data))
     return runs
+
+
+def seed_strategies(task, task_plan, strategies, seed):
+    """The strategies that run under ``seed``: all under the plan's first seed, under the others
+    only those that draw random numbers (one that draws nothing would repeat its first seed's records)."""
+    return [s for s in strategies if seed == task_plan.seeds[0] or draws_randomly(task, s[1])]
 
 
 def run_one(run):

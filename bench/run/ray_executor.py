@@ -45,8 +45,8 @@ from bench.run.cell import (
     remake_command,
 )
 from bench.run.checks import check_arguments, check_executor
-from bench.run.local import load_tasks
-from bench.run.verify import draws_randomly, verify_run
+from bench.run.local import load_tasks, seed_strategies
+from bench.run.verify import verify_run
 
 MAX_RETRIES = 3   # a cell whose worker dies is run again this many times
 SHARD_GLOB = ".shard-*.partial.jsonl"
@@ -285,8 +285,7 @@ def task_groups(loaded, args, where):
     groups = []
     for task, task_plan, strategies, model, eval_sets in loaded:
         for seed in task_plan.seeds:
-            # as the local executor: a run that draws nothing runs its first seed only
-            chosen = [s for s in strategies if seed == task_plan.seeds[0] or draws_randomly(task, s[1])]
+            chosen = seed_strategies(task, task_plan, strategies, seed)
             task_runs = TaskRuns(task, model, eval_sets[seed], chosen, seed, task_plan.limit, task_plan.data)
             runs = task_runs.runs(args, cells_on=where, share_first_pass=False)
             command = command_line(runs[0], args.data or task_plan.data, args.model, where) if runs else None
