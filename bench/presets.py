@@ -21,6 +21,7 @@ from bench.registry import STRATEGIES, TASKS, closest, load_plugins, lookup, spl
 from bench.settings import SPLIT_TIER, all_task_settings, calibrated_specs, task_settings
 
 VALIDATION_OUT = "validation"   # where the validation preset writes unless --out says otherwise
+RETRAINED_OUT = "retrained"     # where the retrained preset writes unless --out says otherwise
 
 
 @dataclass(frozen=True)
@@ -35,12 +36,15 @@ class Preset:
             strategy (``sweep_of``); without, the preset runs only the tasks that declare it.
         split: ``test`` (the task's own inputs) or ``validation`` (the inputs, seed and limit of
             its declared Validation, and the default tier's specs).
+        out: the folder it writes into unless --out says otherwise ("": --out's default), so that
+            its runs never mix with the test runs the tables are made from.
     """
     name: str
     about: str
     seeds: tuple = (0,)
     any_task: bool = True
     split: str = "test"
+    out: str = ""
 
 
 PRESETS = {p.name: p for p in [
@@ -54,7 +58,14 @@ PRESETS = {p.name: p for p in [
            seeds=(0, 1, 2)),
     Preset("ci", "small and deterministic: the CI regression gate (baseline in baselines/ci/)", any_task=False),
     Preset("validation", f"the default specs on each task's validation split, into {VALIDATION_OUT}/: where "
-                         f"`bench report` chooses what its claims test", any_task=False, split="validation"),
+                         f"`bench report` chooses what its claims test", any_task=False, split="validation",
+           out=VALIDATION_OUT),
+    # A task's helpers (trained networks a strategy reads) retrained under other seeds: the runs that
+    # read them, on the test inputs, apart from the tables, where each ablation's claim is checked
+    # on every retrained helper (bench.report.retrained).
+    Preset("retrained", f"each task's runs on its helpers retrained under other seeds, into {RETRAINED_OUT}/: "
+                        f"where `bench report` checks its ablations on every retrained helper", any_task=False,
+           out=RETRAINED_OUT),
 ]}
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from bench.errors import BenchError
 from bench.registry import claim, load_plugins
 
-TIERS = ("quick", "default", "paper", "ci")   # the preset tiers a task may declare specs for
+TIERS = ("quick", "default", "paper", "ci", "retrained")   # the preset tiers a task may declare specs for
 SPLIT_TIER = "default"   # the tier whose specs the validation preset runs on a task's validation split
 BUDGET_TOLERANCE = 0.02   # a run is at a pass budget when its mean passes lie within 2% of it
 TASK_SETTINGS = {}   # task name -> TaskSettings

@@ -227,6 +227,23 @@ def test_missing_policy_names_the_file_and_the_training_command(tmp_path):
         Learned(T=5, init=True).bind(Bound(tmp_path), FixedModel())
 
 
+def test_init_with_a_policy_file_reads_the_initialisation_saved_beside_it(tmp_path):
+    """A retrained policy's ablation (issue 29: helpers retrained under other seeds) is its own
+    initialisation, not the shipped one."""
+    trained, start = OrderNet(PolicyConfig(d_hidden=8)), OrderNet(PolicyConfig(d_hidden=8))
+    folder = tmp_path / "seeds" / "1"
+    folder.mkdir(parents=True)
+    save_policy(folder / "order_policy_T5.pt", trained, None, "m", 5, 1.0, {})
+    save_policy(folder / "order_policy_T5_init.pt", start, None, "m", 5, 1.0, {})
+    ids = {}
+    for init in (False, True):
+        strategy = parse_strategy(f"learned:T=5,policy={folder / 'order_policy_T5.pt'},init={str(init).lower()}")
+        strategy.bind(Bound(tmp_path), FixedModel())
+        ids[init] = strategy.helper_ids()["order_policy"]
+        assert strategy.policy_path.name == ("order_policy_T5_init.pt" if init else "order_policy_T5.pt")
+    assert ids[False] != ids[True]
+
+
 def test_a_policy_file_of_the_old_format_is_a_clear_error(tmp_path):
     network = OrderNet(PolicyConfig(d_hidden=8))
     save_policy(tmp_path / "p.pt", network, None, "m", 5, 1.0, {})
@@ -244,8 +261,6 @@ def test_bad_parameters_are_one_line_errors():
         parse_strategy("learned:temperature=0")
     with pytest.raises(BenchError, match="mode='greedy' is not allowed"):
         parse_strategy("learned:mode=greedy")
-    with pytest.raises(BenchError, match="policy=FILE or init=true, not both"):
-        parse_strategy("learned:init=true,policy=x.pt")
     with pytest.raises(BenchError, match="objective='vi' is not allowed; choose from: reward, elbo"):
         resolve(OrderTrainConfig(T=5, objective="vi"), SudokuTask())
     from tasks.protein.task import ProteinTask

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench.errors import BenchError
-from bench.presets import VALIDATION_OUT
+from bench.presets import RETRAINED_OUT, VALIDATION_OUT
 from bench.registry import REPORTS, load_plugins
 from bench.report.canvas import family_styles
 from bench.report.claims import choose, task_verdicts
@@ -84,8 +84,21 @@ def task_groups(results_dir, validation_dir=None):
     groups = {task: comparison_group([r for r in results if r["task"] == task])
               for task in sorted({r["task"] for r in results})}
     choices = validation_choices(validation_dir or validation_folder(results_dir), groups)
-    return {task: (group, left_out, task_verdicts(every_seed(group, results), task, results_dir, choices.get(task)))
+    retrained = retrained_groups(Path(results_dir).resolve().parent / RETRAINED_OUT, groups)
+    return {task: (group, left_out, task_verdicts(every_seed(group, results), task, results_dir, choices.get(task),
+                                                  retrained.get(task)))
             for task, (group, left_out) in groups.items()}
+
+
+def retrained_groups(folder, groups):
+    """{task: (its runs under ``folder`` on the same inputs, model and temperature as its test
+    group, every seed; ``folder``)} for every task with any (`bench run --preset retrained`)."""
+    if not folder.is_dir():
+        return {}
+    found = find_results(folder)
+    same = {task: [r for r in found if seed_free_key(r) == seed_free_key(group[0])]
+            for task, (group, _) in groups.items()}
+    return {task: (runs, folder) for task, runs in same.items() if runs}
 
 
 def validation_folder(results_dir):

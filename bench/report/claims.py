@@ -15,6 +15,7 @@ import numpy as np
 
 from bench.multiplicity import ALPHA, family_size, holm
 from bench.paired import better_sign, paired_difference
+from bench.report.retrained import merge_ends, retrained_ablations
 from bench.report.sweeps import reference_run, sweep_lines
 from bench.report.verdicts import (
     areas,
@@ -55,6 +56,7 @@ class TaskVerdicts:
     choices: object = None                     # the Choices made on validation, None: made on these inputs
     lower_tested: int = 0                      # claims tested at a bounded run's lower end too (``both_ends``)
     at_budget: dict | None = None              # calibrated table: {budget: {line: run label}}; None: interpolated
+    retrained: dict = field(default_factory=dict)   # {idea: [(folder, pairs, at_budgets)]} (bench.report.retrained)
 
 
 @dataclass
@@ -128,17 +130,23 @@ def ablation_pairs(runs, ablation):
     """Runs of an idea and of its ablation with equal other parameters: paired differences."""
     with_idea = select_line(runs, ablation.strategy, ablation.where)
     without = select_line(runs, ablation.without, ablation.without_where)
+    return with_idea, without, pair_runs(with_idea, without, ablation.where)
+
+
+def pair_runs(with_idea, without, where):
+    """[pair dict] of each run of ``with_idea`` and the run of ``without`` whose numeric
+    parameters (those ``where`` does not fix) are equal: their paired differences."""
     pairs = []
     for run in with_idea:
         swept = {k: v for k, v in run.summary["config"]["strategy_params"].items()
-                 if k not in ablation.where and isinstance(v, (int, float)) and not isinstance(v, bool)}
+                 if k not in where and isinstance(v, (int, float)) and not isinstance(v, bool)}
         match = next((w for w in without if all(w.summary["config"]["strategy_params"].get(k) == v
                                                  for k, v in swept.items())), None)
         if match is not None:
             pairs.append({"run": run.label, "ablation": match.label,
                           "quality": paired_difference(run.quality, match.quality),
                           "passes": paired_difference(run.passes, match.passes)})
-    return with_idea, without, pairs
+    return pairs
 
 
 def ablation_at_budgets(with_idea, without, idx, budgets, at_budget=None):
@@ -239,18 +247,23 @@ def choose(group, task, root, where):
     return Choices(source, leads, {row.line: row.run.label for row in rows}, rows, values, at_budget, passes)
 
 
-def task_verdicts(group, task, root, choices=None):
+def task_verdicts(group, task, root, choices=None, retrained=None):
     """Everything the verdict tables and claims of ``task`` need, or None when no run's headline
     can be recomputed from its records (results made before per-input recipes: `bench rescore`).
     ``choices`` (made on validation by ``choose``) fixes what the leads and speed-ups test. Where
     runs' headlines are only bounds (``ScoredRun.lower``), every claim is tested at both ends
-    (``both_ends``) before the family is adjusted."""
+    (``both_ends``) before the family is adjusted. ``retrained`` ((results, folder) of runs on
+    helpers retrained under other seeds) checks each ablation on each of them, outside the family."""
     scored = scored_lines(group, task, root)
     if scored is None:
         return None
     v = verdicts_of(scored, task, choices)
     if any(run.lower is not None for run in scored[0]):
         v.lower_tested = both_ends(v, verdicts_of(at_lower_end(scored), task, same_choices(v)))
+    if retrained:
+        runs, _, config, idx, _, _ = scored
+        extra = [r for r in load_runs(*retrained)[0] if len(r.passes.columns[0]) == v.n_inputs]
+        v.retrained = retrained_ablations(runs, extra, config.ablations, idx, config.budgets)
     return adjust_family(v)
 
 
@@ -313,13 +326,4 @@ def both_ends(v, low):
             row.verdict = "not shown"
     for (_, pairs_a, budgets_a), (_, pairs_b, budgets_b) in zip(v.ablations, low.ablations):
         pairs += list(zip(budgets_a, budgets_b)) + [(a["quality"], b["quality"]) for a, b in zip(pairs_a, pairs_b)]
-    moved = 0
-    for test, lower in pairs:
-        if np.array_equal([test["diff"], test["p"]], [lower["diff"], lower["p"]], equal_nan=True):
-            continue
-        one_sided = "one-sided" in test["test"]
-        agree = one_sided or np.sign(test["diff"]) == np.sign(lower["diff"])
-        test["lower_end"] = {k: lower[k] for k in ("diff", "ci_low", "ci_high", "p")}
-        test["p"] = max(test["p"], lower["p"]) if agree else 1.0
-        moved += 1
-    return moved
+    return sum(merge_ends(test, lower) for test, lower in pairs)

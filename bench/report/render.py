@@ -4,6 +4,7 @@ the strategies x budgets and speed-up tables and the sentences of ``claims_<task
 import csv
 import io
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -363,6 +364,56 @@ def ablation_sentences(v, idea, pairs, at_budgets, same_parameters=True):
     return lines
 
 
+def retrained_sentences(v, idea, at_budgets, pairs=True):
+    """The same ablation on each helper retrained under another seed (bench.report.retrained), and
+    at which budgets a shown claim holds for every helper."""
+    replicates = v.retrained.get(idea)
+    if not replicates:
+        return []
+    lines = ["  - on the helpers retrained under other seeds (`bench run --preset retrained`; raw p, outside the "
+             "family: each checks the claim above, as test confirms validation):"]
+    for folder, folder_pairs, folder_budgets in replicates:
+        cells = [f"{t['budget']:g} passes {ci_text(t['diff'], t['ci_low'], t['ci_high'], signed=True)} "
+                 f"(p {p_text(t['p'])}{outside_text(t['outside'])}{lower_text(t)})" for t in folder_budgets]
+        cells += [pair_cell(pair) for pair in folder_pairs] if pairs else []
+        lines.append(f"    - `{folder}`: " + ("; ".join(cells) or "no budget both lines reach") + ".")
+    lines.append("    - " + holds_sentence(at_budgets, replicates))
+    return lines
+
+
+def pair_cell(pair):
+    """'`a` minus `b` +0.1 [0.0, 0.2] (p 0.04)': one run-by-run difference, briefly."""
+    q = pair["quality"]
+    return (f"`{pair['run']}` minus `{pair['ablation']}` {ci_text(q['diff'], q['ci_low'], q['ci_high'], signed=True)} "
+            f"(p {p_text(q['p'])}{lower_text(q)})")
+
+
+def holds_sentence(at_budgets, replicates):
+    """'Of the differences shown above: at 16 passes it holds for all 3 trained helpers; at 24 it
+    does not (`seeds/1` +0.1, p 0.3); at 8 it is not decided (`seeds/1` does not reach 8 passes).'"""
+    from bench.report.retrained import holds
+    said = []
+    for main in at_budgets:
+        at = [next((t for t in budgets if t["budget"] == main["budget"]), None) for _, _, budgets in replicates]
+        verdict = holds(main, at)
+        if verdict:
+            said.append(f"at {main['budget']:g} passes it holds for all {len(replicates) + 1} trained helpers")
+        elif verdict is False:
+            failed = [f"`{short(folder)}` {t['diff']:+.3g}, p {p_text(t['p'])}" for (folder, _, _), t in
+                      zip(replicates, at) if not (np.sign(t["diff"]) == np.sign(main["diff"]) and t["p"] < ALPHA)]
+            said.append(f"at {main['budget']:g} passes it does not ({'; '.join(failed) or 'too many outside'})")
+        elif main.get("p_holm", np.nan) < ALPHA:
+            missing = ", ".join(f"`{short(folder)}`" for (folder, _, _), t in zip(replicates, at) if t is None)
+            said.append(f"at {main['budget']:g} passes it is not decided ({missing}: no line through the budget)")
+    return ("Of the differences at a budget shown above: " + "; ".join(said) if said else
+            "No difference at a budget is shown above, so none is checked") + "."
+
+
+def short(folder):
+    """The last two parts of a helper folder ('seeds/1')."""
+    return "/".join(Path(folder).parts[-2:])
+
+
 def family_sentence(v):
     """How many p-values the file holds, how many are below ALPHA raw and after Holm."""
     from bench.report.claims import family_tests
@@ -406,7 +457,7 @@ def claims_markdown(v):
         out += ["", "Ablations (each idea against the same rule without it; the pairs are declared in the "
                     "presets, not chosen on any inputs):"]
         for idea, pairs, at_budgets in v.ablations:
-            out += ablation_sentences(v, idea, pairs, at_budgets)
+            out += ablation_sentences(v, idea, pairs, at_budgets) + retrained_sentences(v, idea, at_budgets)
     return "\n".join(out) + "\n"
 
 
@@ -463,6 +514,7 @@ def ablations_markdown(verdicts):
             out += [f"{v.task} ({v.n_inputs} inputs, {v.headline}; Holm over the {v.family} p-values of "
                     f"claims_{v.task}.md):"]
             for idea, pairs, at_budgets in v.ablations:
-                out += ablation_sentences(v, idea, pairs, at_budgets, same_parameters=False)
+                out += (ablation_sentences(v, idea, pairs, at_budgets, same_parameters=False)
+                        + retrained_sentences(v, idea, at_budgets, pairs=False))
             out.append("")
     return "\n".join(out).rstrip("\n") + "\n" if out else ""

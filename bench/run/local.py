@@ -7,7 +7,7 @@ import sys
 import time
 
 from bench.device import model_placement, placement
-from bench.presets import VALIDATION_OUT, get_preset, plan
+from bench.presets import get_preset, plan
 from bench.run import DEFAULT_OUT
 from bench.run.cell import (
     TaskRuns,
@@ -46,10 +46,10 @@ def load_tasks(args, where=None):
 
 
 def split_out(args):
-    """--out, or for the validation preset left at its default, the validation folder: its runs
-    never mix with the test runs the claims are made from."""
-    on_validation = args.preset and get_preset(args.preset).split == "validation"
-    return VALIDATION_OUT if on_validation and args.out == DEFAULT_OUT else args.out
+    """--out, or where it is left at its default, the preset's own folder (validation, retrained):
+    their runs never mix with the test runs the claims are made from."""
+    own = get_preset(args.preset).out if args.preset else ""
+    return own if own and args.out == DEFAULT_OUT else args.out
 
 
 def prepare_runs(args):

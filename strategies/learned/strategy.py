@@ -51,18 +51,19 @@ class Learned(Strategy):
     mode: str = field(default="sample", metadata={"choices": MODES})
     seed: int = 0
     policy: str = field(default="", metadata={"help": "policy file (default: the task's order_policy_T{T}.pt)"})
-    init: bool = field(default=False, metadata={"help": "true: the shipped policy's untrained initialisation "
-                                                        "(order_policy_T{T}_init.pt), its ablation"})
+    init: bool = field(default=False, metadata={"help": "true: the policy's untrained initialisation, its "
+                                                        "ablation (the file saved beside it: *_init.pt)"})
 
     def __post_init__(self):
         check_params(self.T, self.temperature, self.mode)
-        if self.policy and self.init:
-            raise ValueError("give policy=FILE or init=true, not both")
         self.network, self.policy_id = None, None
 
     def bind(self, task, model):
-        """Load the policy of budget T that belongs to ``model``; a missing or foreign one is an error."""
-        path = Path(self.policy) if self.policy else Path(task.weights_dir) / file_name(self.T, self.init)
+        """Load the policy of budget T that belongs to ``model`` (with init, the initialisation its
+        training saved beside it); a missing or foreign one is an error."""
+        path = Path(self.policy) if self.policy else Path(task.weights_dir) / file_name(self.T)
+        if self.init:
+            path = path.with_name(path.stem + "_init.pt")
         self.network = load_policy(path, model.checkpoint_id, task.name, self.T).to(helper_device(model))
         self.policy_id = file_id(path)
         self.policy_path, self.task_name = path, task.name
