@@ -145,7 +145,7 @@ def test_a_calibration_needs_a_validation_split():
 def test_an_ablation_at_a_budget_pairs_the_two_calibrated_runs_and_interpolates_elsewhere():
     """Where the idea's line and its ablation's both have a run at the budget, the claim is their paired
     difference (no interpolation, ``pchip`` None); at a budget only the sweeps span, it interpolates."""
-    from bench.report.claims import ablation_at_budgets
+    from bench.report.ablations import ablation_at_budgets
     from bench.report.verdicts import joint_indices
     rng = np.random.default_rng(1)
     good, bad = (rng.random(300) < 0.7).astype(float), (rng.random(300) < 0.4).astype(float)

@@ -56,7 +56,8 @@ def test_each_retrained_folder_gets_its_own_tests_at_the_budgets():
     own = [run("mi", {"gamma": g, "lam": 0.0, "estimator": ""}, p, outcomes(0.4, 10 + p)) for g, p in ((2.0, 16),
                                                                                                      (8.0, 8))]
     retrained = [run("mi", {"gamma": g, "lam": 1.0, "estimator": f"w/seeds/{s}/mi_estimator.pt"}, p,
-                     outcomes(quality, 20 + p)) for s, quality in ((1, 0.8), (2, 0.4)) for g, p in ((2.0, 16), (8.0, 8))]
+                     outcomes(quality, 20 + p))
+                 for s, quality in ((1, 0.8), (2, 0.4)) for g, p in ((2.0, 16), (8.0, 8))]
     out = retrained_ablations(own, retrained, [MI_TERM], joint_indices(own), (8, 12, 16))
     (first, pairs_1, budgets_1), (second, _, budgets_2) = out["the MI term"]
     assert (first, second) == ("w/seeds/1", "w/seeds/2")

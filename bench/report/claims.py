@@ -14,22 +14,20 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from bench.multiplicity import ALPHA, family_size, holm
-from bench.paired import better_sign, paired_difference
+from bench.paired import better_sign
+from bench.report.ablations import ablation_at_budgets, ablation_pairs
 from bench.report.retrained import merge_ends, retrained_ablations
 from bench.report.sweeps import reference_run, sweep_lines
 from bench.report.verdicts import (
     areas,
     budget_table,
     calibrated_table,
-    interpolated_difference,
-    is_distance,
     joint_indices,
     load_runs,
     make_line,
     mark_best,
     non_inferiority,
     runs_at_budgets,
-    select_line,
 )
 from bench.settings import Verdicts, verdicts_for
 
@@ -124,51 +122,6 @@ def speedup_order(rows):
     """Speed-up rows: non-inferior first, then not shown, then worse; cheapest first within each."""
     order = {"yes": 0, "not shown": 1, "no": 2}
     return sorted(rows, key=lambda r: (order[r.verdict], r.ratio))
-
-
-def ablation_pairs(runs, ablation):
-    """Runs of an idea and of its ablation with equal other parameters: paired differences."""
-    with_idea = select_line(runs, ablation.strategy, ablation.where)
-    without = select_line(runs, ablation.without, ablation.without_where)
-    return with_idea, without, pair_runs(with_idea, without, ablation.where)
-
-
-def pair_runs(with_idea, without, where):
-    """[pair dict] of each run of ``with_idea`` and the run of ``without`` whose numeric
-    parameters (those ``where`` does not fix) are equal: their paired differences."""
-    pairs = []
-    for run in with_idea:
-        swept = {k: v for k, v in run.summary["config"]["strategy_params"].items()
-                 if k not in where and isinstance(v, (int, float)) and not isinstance(v, bool)}
-        match = next((w for w in without if all(w.summary["config"]["strategy_params"].get(k) == v
-                                                 for k, v in swept.items())), None)
-        if match is not None:
-            pairs.append({"run": run.label, "ablation": match.label,
-                          "quality": paired_difference(run.quality, match.quality),
-                          "passes": paired_difference(run.passes, match.passes)})
-    return pairs
-
-
-def ablation_at_budgets(with_idea, without, idx, budgets, at_budget=None):
-    """[difference dict] of the idea's line minus its ablation's at equal budgets, with its
-    ``budget``, ``pchip`` dict and share of replicates ``outside``. Where both lines have a run
-    at the budget (``at_budget``, {budget: {line: run label}} of a calibrated table) the two runs
-    are compared as they are (``paired_difference``; ``runs`` names them, ``pchip`` is None);
-    elsewhere as a lead is tested (``interpolated_difference``: linear and monotone cubic in log
-    passes, paired bootstrap)."""
-    a, b = make_line("with", with_idea, idx), make_line("without", without, idx)
-    out, distance = [], is_distance([a, b])
-    for budget in budgets:
-        labels = set((at_budget or {}).get(budget, {}).values())
-        pair = [next((r for r in side if r.label in labels), None) for side in (with_idea, without)]
-        if all(pair):
-            out.append(dict(paired_difference(pair[0].quality, pair[1].quality), budget=budget, pchip=None,
-                            outside=0.0, runs=(pair[0].label, pair[1].label),
-                            passes=(pair[0].passes(), pair[1].passes())))
-        elif not (np.isnan(a.at(budget)[0]) or np.isnan(b.at(budget)[0])):
-            test, pchip, outside = interpolated_difference(a, b, budget, distance)
-            out.append(dict(test, budget=budget, pchip=pchip, outside=outside))
-    return out
 
 
 def family_tests(v):

@@ -23,7 +23,7 @@ import numpy as np
 
 from bench.multiplicity import ALPHA, family_size, holm
 from bench.paired import BootstrapTest, better_sign, chunked, paired_difference
-from bench.report.claims import ablation_at_budgets
+from bench.report.ablations import ablation_at_budgets
 from bench.report.render import both_text, ci_text, markdown, p_pair
 from bench.report.sweeps import sweep_lines
 from bench.report.verdicts import is_distance, joint_indices, load_runs, make_line, params, select_line

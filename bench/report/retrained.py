@@ -1,13 +1,13 @@
 """Ablations checked on helpers retrained under other seeds (issue 29 item 9).
 
-A helper is a network a strategy reads beside the task's model (an MI estimator, an order policy).
-A claim such as "the MI term helps" rests on one trained estimator; retrained under other seeds,
+A helper is a network a strategy reads beside the task's model (a pairwise estimator, an order
+policy). A claim that an idea helps may rest on one trained helper; retrained under other seeds,
 the same claim may not hold. The `retrained` preset runs, on the test inputs and into its own
-folder, each strategy that reads a helper with the retrained files named by path
-(``estimator=``, ``policy=``). Here each ablation of the task is recomputed once per folder of
+folder, each strategy that reads a helper with the retrained files named by path (a parameter
+whose value is a file's path). Here each ablation of the task is recomputed once per folder of
 retrained files: a side of the ablation with runs reading that folder takes them, a side without
-(a rule that reads no helper, such as lam=0 or EB-Sampler) keeps the task's own runs; the
-budgets are interpolated as elsewhere, and a side's drawn-order bounds are tested at both ends.
+(a rule that reads no helper) keeps the task's own runs; the budgets are interpolated as
+elsewhere, and drawn-order bounds are tested at both ends.
 
 These tests are not in the claims file's family: each checks a claim the family already tested,
 as the test split confirms a validation choice. A shown claim *holds for every helper* at a
@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.multiplicity import ALPHA
+from bench.report.ablations import ablation_at_budgets, pair_runs
 from bench.report.verdicts import MAX_OUTSIDE, select_line
 
 
@@ -74,7 +75,6 @@ def merge_ends(test, lower):
 
 def replicate_tests(idea, without, where, idx, budgets):
     """(pairs, at_budgets) of one folder's ablation, tested at both ends where a run is bounded."""
-    from bench.report.claims import ablation_at_budgets, pair_runs
     pairs, at_budgets = pair_runs(idea, without, where), ablation_at_budgets(idea, without, idx, budgets)
     if any(r.lower is not None for r in idea + without):
         low_idea, low_without = at_lower(idea), at_lower(without)
