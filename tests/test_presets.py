@@ -42,7 +42,7 @@ def test_tiers_nest_quick_in_every_family_and_default_in_paper():
         assert families - {spec.partition(":")[0] for spec in quick} <= {"mi_oracle"}, name
         assert declared.limits.get("default") == declared.limits.get("paper"), name
         assert declared.limits.get("paper") is None or name == "antibody", name
-    assert list(PRESETS) == ["quick", "default", "paper", "ci", "validation"]
+    assert list(PRESETS) == ["quick", "default", "paper", "ci", "validation", "retrained"]
 
 
 def test_a_task_declares_its_settings_once_and_names_known_tiers_and_ablations():
@@ -110,7 +110,7 @@ def test_cli_runs_a_preset_with_overrides(tmp_path):
 def test_cli_unknown_preset_is_one_line():
     proc = run_cli("run", "--preset", "nightly")
     assert proc.returncode == 2 and proc.stderr.strip() == (
-        "error: unknown preset 'nightly'; available: quick, default, paper, ci, validation")
+        "error: unknown preset 'nightly'; available: quick, default, paper, ci, validation, retrained")
 
 
 def test_list_names_presets_and_strategies_missing_from_the_sweep():
@@ -125,3 +125,20 @@ def test_declared_budgets_must_be_positive_and_the_headline_task_runs_first():
     with pytest.raises(BenchError, match="declares pass budgets \\(\\); give at least one"):
         register_task_settings("a_task_with_no_budgets", {"default": ["sequential"]}, verdicts=Verdicts((), 0.1))
     assert [p.task for p in plan("default")][0] == "sudoku"
+
+
+def test_the_retrained_tier_reads_retrained_helper_files_that_ship():
+    """Each spec of the retrained tier names a helper file by path, and each such file (and, for
+    init=true, the initialisation beside it) is committed: the tier runs on a fresh clone."""
+    from bench.presets import sweep_of
+    from bench.report.retrained import helper_folder
+    specs = sweep_of("hmm", "retrained")
+    assert len(specs) == 60
+    for spec in specs:
+        params = dict(part.split("=", 1) for part in spec.partition(":")[2].split(","))
+        path = Path(params.get("estimator") or params["policy"])
+        if params.get("init") == "true":
+            path = path.with_name(path.stem + "_init.pt")
+        assert path.is_file(), spec
+        assert helper_folder({"config": {"strategy_params": params}}) in {
+            "tasks/hmm/weights/exact/seeds/1", "tasks/hmm/weights/exact/seeds/2"}

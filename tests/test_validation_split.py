@@ -45,6 +45,8 @@ def test_the_protein_validation_split_reads_reference_b_which_shares_no_sequence
 
 @pytest.mark.parametrize("preset,out,expected", [("validation", "results", VALIDATION_OUT),
                                                  ("validation", "/tmp/v", "/tmp/v"),
+                                                 ("retrained", "results", "retrained"),
+                                                 ("retrained", "/tmp/r", "/tmp/r"),
                                                  ("default", "results", "results"), (None, "results", "results")])
 def test_validation_runs_go_to_their_own_folder_unless_out_is_given(preset, out, expected):
     assert split_out(argparse.Namespace(preset=preset, out=out)) == expected
