@@ -107,3 +107,31 @@ def with_weights(network, state_dict):
     """``network`` with ``state_dict`` loaded."""
     network.load_state_dict(state_dict)
     return network
+
+
+def weight_tensors(path):
+    """{name: tensor} of every state dict in a checkpoint file (keys ending in ``state_dict``):
+    what a retraining must reproduce; the rest (the command, the seconds it took) may differ."""
+    payload = torch.load(checked_path(path, "checkpoint", CHECKPOINT_LIMIT), map_location="cpu", weights_only=False)
+    return {f"{key}.{name}": tensor for key, part in sorted(payload.items())
+            if key.endswith("state_dict") and isinstance(part, dict) for name, tensor in part.items()}
+
+
+def weight_difference(made, shipped):
+    """(tensors compared, bit-identical, largest absolute difference) of two checkpoints' weights;
+    a BenchError where they do not hold the same tensors."""
+    a, b = weight_tensors(made), weight_tensors(shipped)
+    if a.keys() != b.keys() or any(a[k].shape != b[k].shape for k in a):
+        raise BenchError(f"{made} and {shipped} do not hold the same tensors; they are not one network's weights")
+    identical = all(torch.equal(a[k], b[k]) for k in a)
+    largest = max(((a[k].float() - b[k].float()).abs().max().item() for k in a if a[k].numel()), default=0.0)
+    return len(a), identical, largest
+
+
+def written_beside(out, shipped):
+    """[(file a training wrote, the shipped file it reproduces)]: ``out`` and every file beside it
+    whose name starts with its stem (a policy's initialisation, its fine-tuned denoiser), each
+    paired with the file of the same name beside ``shipped``."""
+    out, shipped = Path(out), Path(shipped)
+    made = sorted(p for p in out.parent.glob(out.stem + "*.pt"))
+    return [(p, shipped.with_name(shipped.stem + p.name[len(out.stem):])) for p in made]

@@ -60,6 +60,23 @@ def run_training(target, settings, out, task_name, *, device="cpu", dtype="float
                          f"{', '.join(sorted(TASKS) + sorted(TRAINERS))}")
 
 
+def check_same_weights(out, shipped):
+    """Print, for each file the training wrote (``out`` and those beside it), whether its weights
+    equal the shipped file's; 0 where all are bit-identical, else 1."""
+    from bench.checkpoints import weight_difference, written_beside
+    same = True
+    for made, original in written_beside(out, shipped):
+        if not original.is_file():
+            print(f"{made}: no shipped {original} to compare with")
+            same = False
+            continue
+        count, identical, largest = weight_difference(made, original)
+        print(f"{made} vs {original}: {count} tensors, " + ("bit-identical" if identical else
+                                                            f"differ (largest absolute difference {largest:.3g})"))
+        same &= identical
+    return 0 if same else 1
+
+
 def data_builders():
     """name -> (help, build(args)) over every task's ``data_builders``."""
     load_plugins()

@@ -1,5 +1,6 @@
 """`bench train TARGET KEY=VALUE...`: a task's model or a helper network."""
 from bench.commands.placement import add_placement
+from bench.errors import BenchError
 from bench.registry import register_command
 
 
@@ -8,10 +9,18 @@ def add_arguments(parser):
     parser.add_argument("settings", nargs="*", help="KEY=VALUE overrides, e.g. steps=100")
     parser.add_argument("--out", help="where to write the checkpoint (default: the shipped path)")
     parser.add_argument("--task", help="with a helper target: the task whose model the helper reads")
+    parser.add_argument("--same-as", dest="same_as", metavar="SHIPPED",
+                        help="after training to --out, compare its weights (and those of the files written "
+                             "beside it) with SHIPPED's; exit 1 where any differ (a shipped checkpoint "
+                             "reproduced from its logged command)")
     add_placement(parser)
 
 
 @register_command("train", "train a task's model or a helper network (weights ship in the repo)", add_arguments)
 def train(args):
-    from bench.training import run_training
+    from bench.training import check_same_weights, run_training
+    if args.same_as and not args.out:
+        raise BenchError("--same-as needs --out: train to another file, then compare it with the shipped one")
     run_training(args.target, args.settings, args.out, args.task, device=args.device, dtype=args.dtype)
+    if args.same_as:
+        return check_same_weights(args.out, args.same_as)
