@@ -2,6 +2,7 @@
 import sys
 
 from bench.commands.placement import add_placement
+from bench.presets import PRESETS
 from bench.registry import register_command
 from bench.run import DEFAULT_BATCH_SIZE, DEFAULT_OUT, DEFAULT_VERIFY
 
@@ -11,7 +12,7 @@ DEFAULT_SHARDS = 1
 
 def add_run_arguments(parser):
     """The arguments `bench run` and `bench plan` share."""
-    parser.add_argument("--preset", help="quick, default, paper or ci (bench/presets.py; each task's part in "
+    parser.add_argument("--preset", help=f"{', '.join(PRESETS)} (bench/presets.py; each task's part in "
                                          "tasks/<name>/presets.py); the flags below override it")
     parser.add_argument("--tasks", help="comma-separated task names (default: the preset's; without --preset: "
                                         "the headline task, the one whose presets.py says headline=True)")
