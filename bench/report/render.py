@@ -391,7 +391,7 @@ def pair_cell(pair):
 def holds_sentence(at_budgets, replicates):
     """'Of the differences shown above: at 16 passes it holds for all 3 trained helpers; at 24 it
     does not (`seeds/1` +0.1, p 0.3); at 8 it is not decided (`seeds/1` does not reach 8 passes).'"""
-    from bench.report.retrained import holds
+    from bench.report.retrained import agrees, holds
     said = []
     for main in at_budgets:
         at = [next((t for t in budgets if t["budget"] == main["budget"]), None) for _, _, budgets in replicates]
@@ -400,7 +400,7 @@ def holds_sentence(at_budgets, replicates):
             said.append(f"at {main['budget']:g} passes it holds for all {len(replicates) + 1} trained helpers")
         elif verdict is False:
             failed = [f"`{short(folder)}` {t['diff']:+.3g}, p {p_text(t['p'])}" for (folder, _, _), t in
-                      zip(replicates, at) if not (np.sign(t["diff"]) == np.sign(main["diff"]) and t["p"] < ALPHA)]
+                      zip(replicates, at) if not agrees(main, t)]
             said.append(f"at {main['budget']:g} passes it does not ({'; '.join(failed) or 'too many outside'})")
         elif main.get("p_holm", np.nan) < ALPHA:
             missing = ", ".join(f"`{short(folder)}`" for (folder, _, _), t in zip(replicates, at) if t is None)

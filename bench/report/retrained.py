@@ -108,5 +108,9 @@ def holds(main, replicates):
         return None
     if any(t is None for t in replicates):
         return None
-    return all(np.sign(t["diff"]) == np.sign(main["diff"]) and t["p"] < ALPHA and t["outside"] <= MAX_OUTSIDE
-               for t in replicates)
+    return all(agrees(main, t) and t["outside"] <= MAX_OUTSIDE for t in replicates)
+
+
+def agrees(main, replicate):
+    """A retrained helper's difference has the main claim's sign with p below ALPHA."""
+    return np.sign(replicate["diff"]) == np.sign(main["diff"]) and replicate["p"] < ALPHA
