@@ -22,6 +22,9 @@ from bench.core import MaskedModel, ModelOutput
 from bench.errors import BenchError
 
 ROLES = ("<cls>", "<eos>", "<pad>", "<mask>")
+# Rows per network call: exact MI by probing asks for thousands of rows at once, and every layer's
+# hidden states of a 26M-parameter BERT over 4,096 rows would take tens of GB.
+MAX_ROWS = 256
 
 
 def tokenizer_role_tokens(tokenizer):
@@ -85,9 +88,14 @@ class HFMaskedLM(MaskedModel):
             raise BenchError("the inputs hold a token id the task's symbols do not name")
         ids = self.id_table[tokens].masked_fill(masked, self.mask_id)
         attention = (ids != self.pad_id).long() if self.pad_id is not None else torch.ones_like(ids)
+        parts = [self.forward_rows(ids[s:s + MAX_ROWS], attention[s:s + MAX_ROWS])
+                 for s in range(0, len(ids), MAX_ROWS)]
+        return ModelOutput(logits=torch.cat([p[0] for p in parts]), hidden=torch.cat([p[1] for p in parts]))
+
+    def forward_rows(self, ids, attention):
+        """(value logits, hidden states of ``layer``) of at most MAX_ROWS rows."""
         out = self.network(input_ids=ids, attention_mask=attention, output_hidden_states=True)
-        logits = out.logits[..., self.model_values].float()
-        return ModelOutput(logits=logits, hidden=out.hidden_states[self.layer].float())
+        return out.logits[..., self.model_values].float(), out.hidden_states[self.layer].float()
 
     def to(self, device):
         self.network.to(device)

@@ -29,6 +29,7 @@ from bench.report.render import (
     speedup_table,
     summary_rows,
 )
+from bench.report.transfer import transfer_markdown
 from bench.results import find_results
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -158,13 +159,16 @@ def write_all_tables(results_dir, out_dir):
 
 
 def write_ablations(verdicts, out_dir):
-    """ablations.md: every task's ablation claims in one file (what README quotes)."""
-    text = ablations_markdown([v for v in verdicts if v is not None])
-    if not text:
-        return []
-    path = Path(out_dir) / "ablations.md"
-    path.write_text(text)
-    return [path]
+    """ablations.md: every task's ablation claims in one file (what README quotes), and
+    transfer.md: whether the other tasks' orderings hold on a model trained elsewhere."""
+    paths = []
+    for name, text in (("ablations.md", ablations_markdown([v for v in verdicts if v is not None])),
+                       ("transfer.md", transfer_markdown(verdicts))):
+        if text:
+            path = Path(out_dir) / name
+            path.write_text(text)
+            paths.append(path)
+    return paths
 
 
 def report_folder(results_dir, out_dir=None):
@@ -234,7 +238,7 @@ def report(results_dir, out_dir=None, docs_root=None):
         note = f" ({left_out} runs of other models/data/limits/seeds left out)" if left_out else ""
         print(f"{task}: {len(group)} runs{note} -> {', '.join(p.name for p in paths)} in {out_dir}")
     for path in write_ablations([verdicts for _, _, verdicts in groups.values()], out_dir):
-        print(f"ablations: {path.name} in {out_dir}")
+        print(f"comparisons across tasks: {path.name} in {out_dir}")
     for path in write_denoiser_reports(results_dir, out_dir, {task: group for task, (group, _, _) in groups.items()}):
         print(f"fine-tuned denoisers: {path.name} in {out_dir}")
     for name, paths in plugin_sections(results_dir, out_dir).items():

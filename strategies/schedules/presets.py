@@ -5,12 +5,19 @@ order, linear schedule) at a few step counts, LLaDA's confidence on the linear s
 Fast-dLLM factor rule at f in {0.7, 1.0, 1.5}, KLASS, PC-Sampler, DUS, and ReMDM, RCR and DPLM
 at one step budget each; ``field_quick`` each strategy once for the quick tier.
 """
-from bench.settings import register_drawn_order, sweep
+from bench.settings import Ablation, register_ablation, register_drawn_order, sweep
 
 # which runs of this family draw their order at random (Strategy.samples), for the report's figures
 register_drawn_order("schedule", {"score": "random"})          # the vanilla sampler's random order
 register_drawn_order("schedule", {"schedule": "bernoulli"})    # MDLM's per-position draws
 register_drawn_order("remdm")                                   # re-masking drawn with probability sigma
+
+# LLaDA's rule over the vanilla sampler: the same linear schedule and steps, the order by confidence
+# instead of at random (run by run at equal steps, and at equal passes)
+LINEAR = {"schedule": "linear", "block": 0}
+register_ablation("confidence_vs_random", Ablation(
+    "confidence order over random order (schedule score=confidence against score=random, linear "
+    "schedule, same steps)", "schedule", {"score": "confidence", **LINEAR}, "schedule", {"score": "random", **LINEAR}))
 
 
 def field_sweep(steps, *, dus_block, pc_lam=0.25, remask_steps=None, factors=(0.7, 1.0, 1.5), llada=True):

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 SPECIES = ("human", "mouse", "rhesus")     # the three AntiBERTy's training data holds most of
+# The helpers (MI estimator, order policies) train on the other species ANARCI holds, so no gene of
+# the validation or test domains is ever a helper's training input (task README, "Helpers").
+HELPER_SPECIES = ("rat", "rabbit", "pig", "alpaca", "cow")
 CHAINS = ("H", "K", "L")                   # heavy, kappa and lambda chains
 IMGT_LENGTH = 128
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
@@ -100,16 +103,17 @@ def last_residue(gapped):
 
 def domains(split):
     """Every input of ``split``: one per V gene of each species and chain type, in a fixed
-    shuffled order (by a hash of the allele's name) so that a ``--limit`` takes a mix."""
+    shuffled order (by a hash of the allele's name) so that a ``--limit`` takes a mix. Split
+    "helpers" is every gene of HELPER_SPECIES (the helpers' training inputs)."""
     table, found = germline_table(), []
-    for species in SPECIES:
+    for species in HELPER_SPECIES if split == "helpers" else SPECIES:
         for chain in CHAINS:
             j_genes = {n: s for n, s in sorted(table["J"].get(chain, {}).get(species, {}).items()) if usable_j(s)}
             if not j_genes:
                 continue
             alleles = v_alleles(species, chain)
             for name in first_alleles(alleles):
-                if split_of(species, chain, name) != split:
+                if split != "helpers" and split_of(species, chain, name) != split:
                     continue
                 j_name = sorted(j_genes)[digest(name) % len(j_genes)]
                 sequence, imgt, masked = join(alleles[name], j_genes[j_name])

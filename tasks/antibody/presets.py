@@ -15,6 +15,7 @@ test domains are there for `--limit` or a larger machine.
 from pathlib import Path
 
 from bench.settings import BudgetCalibration, Knob, Validation, Verdicts, register_task_settings, sweep
+from strategies.schedules.presets import field_quick, field_sweep
 
 GRID = sweep("eb", "gamma", (0.3, 1, 3)) + sweep("threshold", "tau", (0.9, 0.7))
 # The default keeps of eb's and the threshold's grids only their ends beyond the last budget (16
@@ -24,6 +25,13 @@ DEFAULT = (["sequential"] + sweep("topk", "k", (4, 8, 100)) + sweep("margin", "k
 PAPER = (DEFAULT + GRID + sweep("eb", "gamma", (0.1,)) + sweep("threshold", "tau", (0.5,))
          + sweep("topk", "k", (2,)) + sweep("margin", "k", (2,)))
 QUICK = ["sequential", "topk:k=8", "margin:k=8", "eb:gamma=1", "threshold:tau=0.9", "topk:k=100"]
+# The vanilla sampler (random order) and LLaDA's confidence order on the same linear schedule at each
+# budget: the comparison every task is asked (confidence_vs_random, bench.report.transfer). The rest
+# of the field's samplers (DUS in blocks of 16 residues, about 6 rounds) run in the paper tier only.
+ORDERS = sweep("schedule", "steps", (4, 8, 16)) + sweep("schedule", "steps", (4, 8, 16), ",score=confidence")
+DEFAULT += ORDERS
+PAPER += ORDERS + field_sweep((8, 16), dus_block=16, remask_steps=16)
+QUICK += field_quick(8, dus_block=16)
 # The budget table compares eb and the threshold at runs calibrated to each budget on the 48
 # validation domains (`python -m bench calibrate --task antibody --budgets` writes the file).
 CALIBRATION = BudgetCalibration((Knob("eb", "gamma", 0.1, 30), Knob("threshold", "tau", 0.1, 0.95)),
@@ -36,4 +44,6 @@ register_task_settings(
     validation=Validation(seed=0, data="validation", limit=48),   # the task's own split: genes apart from test's
     calibration=CALIBRATION,
     # recovery of the own germline's region (share of ~87 residues): one point is about one residue
-    verdicts=Verdicts(budgets=(4, 8, 16), margin=0.01, reference="sequential"))
+    verdicts=Verdicts(budgets=(4, 8, 16), margin=0.01, reference="sequential"),
+    ablations=("eb_vs_topk", "confidence_vs_random"),
+    external_model=True)   # AntiBERTy: reports/transfer.md asks whether the other tasks' orderings hold on it

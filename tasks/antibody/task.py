@@ -83,6 +83,15 @@ class AntibodyTask(Task):
     name = "antibody"
     headline = "recovery"
     temperature = 0.0      # argmax values: a fill is the model's best guess, scored against the germline
+    weights_dir = Path(__file__).parent / "weights"   # the helpers trained on AntiBERTy's hidden states
+    # CPU-sized MI label sets: 2 probed positions per context (41 AntiBERTy rows each, about 85 ms a
+    # row on one thread); a GPU labels every masked position with --probe 0 (docs/mi.md)
+    mi_label_sizes = {"train": 160, "heldout": 48, "ood": 48}
+    mi_probe = 2
+    # order policies: the reward is the region's recovery; 8 domains per step, steps = 500 / T, 32
+    # held out; eb:gamma=13.7, 3.8, 1.2 take 4.3, 7.7 and 15.8 passes on the validation domains
+    order_training = {"objective": "reward", "batch": 8, "step_units": 500, "n_eval": 32,
+                      "init_gamma": {5: 10.0, 10: 2.5, 15: 1.3}}
     options = {"data": "split: test (default) or validation (genes apart from test's)",
                "model": "a Hugging Face masked-LM folder (default: AntiBERTy from the antiberty wheel)"}
 
@@ -131,6 +140,24 @@ class AntibodyTask(Task):
             found.append({"index": row, "passes": n, "species": domain.species, "chain": domain.chain,
                           "v_allele": domain.v_allele, "region": region, **score_region(region, domain, matrices)})
         return found
+
+    def value_frequencies(self):
+        """[20] each residue's frequency in the helper species' V domains (PC-Sampler's background):
+        OAS, AntiBERTy's training data, ships no residue counts, and the test genes must not set it."""
+        from tasks.antibody.helpers import residue_frequencies
+        return residue_frequencies()
+
+    def mi_contexts(self, model, split, n, generator):
+        from tasks.antibody.helpers import mi_contexts
+        return mi_contexts(model, split, n, generator)
+
+    def order_examples(self):
+        from tasks.antibody.helpers import order_examples
+        return order_examples()
+
+    def order_reward(self, x0, tokens, log_q):
+        from tasks.antibody.helpers import residue_recovery
+        return residue_recovery(x0, tokens)
 
     def summarize(self, records):
         def column(name):

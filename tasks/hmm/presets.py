@@ -15,7 +15,7 @@ SWEEP = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin", "k
          + sweep("mi", "gamma", GAMMAS) + sweep("mi", "gamma", GAMMAS, ",lam=0")
          + sweep("mi_eb", "gamma", GAMMAS) + learned_sweep((8, 16, 32))
          + field_sweep((8, 16), dus_block=8, remask_steps=16, factors=(1.0, 1.5))
-         + ["schedule:schedule=bernoulli,steps=16"])
+         + ["schedule:schedule=bernoulli,steps=16", "schedule:score=confidence,steps=16"])
 # The default keeps of the knob lines' grids only their ends beyond the last budget (32 passes: the
 # speed-up's near-sequential runs); their runs calibrated to each budget (CALIBRATION below, added
 # by bench.presets) span 8-32 passes, and the budget table compares those.
@@ -25,7 +25,7 @@ DEFAULT = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin", 
            + sweep("mi", "gamma", (1, 2)) + sweep("mi", "gamma", (1, 2), ",lam=0")
            + sweep("mi_eb", "gamma", HIGH) + learned_sweep((8, 16, 32))
            + field_sweep((8, 16), dus_block=8, remask_steps=16, factors=(1.0, 1.5))
-           + ["schedule:schedule=bernoulli,steps=16"])
+           + ["schedule:schedule=bernoulli,steps=16", "schedule:score=confidence,steps=16"])
 # the exact chain's runs cost seconds: hmm runs the family's wider sweep
 # Issue 33's 2x2 on the shipped MDM (hmm_mdm only: the policy belongs to that model): the ELBO-trained
 # policy (frozen denoiser) and the heuristics' low-pass ends
@@ -47,6 +47,8 @@ ORDER_BOUNDS = {"kl_nats": 0.0, "kl_bits_per_position": 0.0, "share_over_1nat": 
 # q(x | order) over M orders drawn afresh; a claim on such a run must hold at both ends
 ORDER_LOWER = {"kl_nats": "kl_nats_orders"}
 LEARNED = ("learned_sample", "learned_threshold")
+# the orderings every task is asked, the model trained elsewhere included (bench.report.transfer)
+COMPARISONS = ("eb_vs_topk", "confidence_vs_random")
 # Issue 29 item 9: the chain's MI estimator and order policies retrained under seeds 1 and 2
 # (tasks/hmm/weights/exact/seeds/<seed>/, each with its log), run on the test inputs into retrained/
 # (`bench run --preset retrained`); `bench report` checks each ablation on each of them. The MI
@@ -84,7 +86,8 @@ register_task_settings(
     calibration=calibration("hmm", KNOBS + (Knob("mi_oracle", "gamma", 0.5, 64),)),
     # every run samples its values; the chain makes three seeds cheap
     seeds={"default": (0, 1, 2), "retrained": (0, 1, 2)},
-    ablations=("mi_term_greedy", "mi_term_eb", "oracle_symmetric", "oracle_directed", "mi_vs_eb") + LEARNED)
+    ablations=("mi_term_greedy", "mi_term_eb", "oracle_symmetric", "oracle_directed", "mi_vs_eb") + LEARNED
+    + COMPARISONS)
 # The oracle probes the trained MDM (V = 8 passes per probed row: about 12 minutes for 1,000
 # sequences on 2 cores), so the hmm_mdm tiers leave it out; the chain's exact oracle is in `hmm`.
 register_task_settings(
@@ -92,4 +95,4 @@ register_task_settings(
                 "ci": ["sequential", "topk:k=8", "eb:gamma=2", "threshold:tau=0.7"]},
     limits={"quick": 500, "ci": 200}, verdicts=VERDICTS, figure_references=FIGURE_REFERENCES,
     order_bounds=ORDER_BOUNDS, order_lower=ORDER_LOWER, validation=VALIDATION, calibration=calibration("hmm_mdm"),
-    ablations=("mi_term_greedy", "mi_term_eb", "mi_vs_eb") + LEARNED)
+    ablations=("mi_term_greedy", "mi_term_eb", "mi_vs_eb") + LEARNED + COMPARISONS)

@@ -18,11 +18,12 @@ from strategies.schedules.presets import field_quick, field_sweep
 MI_GAMMAS = (6, 12, 24)
 # The field's samplers (strategies/schedules): DUS in blocks of 16 residues (4 rounds).
 FIELD = field_sweep((12, 24), dus_block=16)
-# The default keeps five: the factor rule is near-sequential on proteins (55-77 mean passes at f
+# The default keeps six (the vanilla sampler and LLaDA's confidence order at 12 steps, KLASS,
+# PC-Sampler, ReMDM, DPLM): the factor rule is near-sequential on proteins (55-77 mean passes at f
 # 0.7-1.5 on a pilot; 14 minutes), RCR nearly repeats DPLM's rule, DUS and the 24-step runs cost
 # 2 minutes each; the paper grid has them all.
-DEFAULT_FIELD = ["schedule:steps=12", "klass:steps=12", "pc_sampler:lam=0.25,steps=12", "remdm:steps=12",
-                 "dplm:steps=12"]
+DEFAULT_FIELD = ["schedule:steps=12", "schedule:score=confidence,steps=12", "klass:steps=12",
+                 "pc_sampler:lam=0.25,steps=12", "remdm:steps=12", "dplm:steps=12"]
 PAPER = (["sequential"] + sweep("topk", "k", (3, 4, 12)) + sweep("margin", "k", (3, 4, 12))
          + sweep("eb", "gamma", (0.1, 0.3, 1, 3, 10, 20)) + sweep("threshold", "tau", (0.9, 0.7))
          + sweep("mi", "gamma", (2,) + MI_GAMMAS) + sweep("mi", "gamma", MI_GAMMAS, ",lam=0")
@@ -60,4 +61,5 @@ register_task_settings(
     # (reports/protein_ladder.md), the smallest degradation the metric is built to see
     figure_references=("eb", "schedule:score=random"),
     verdicts=Verdicts(budgets=(8, 12, 16, 24), margin=0.003, reference="sequential"), validation=VALIDATION,
-    calibration=CALIBRATION, ablations=("mi_term_greedy", "mi_term_eb", "learned_sample", "learned_threshold"))
+    calibration=CALIBRATION, ablations=("mi_term_greedy", "mi_term_eb", "learned_sample", "learned_threshold",
+                                        "eb_vs_topk", "confidence_vs_random"))

@@ -1,0 +1,84 @@
+"""What the antibody task's helpers (the MI estimator, the order policies) train and are measured on.
+
+- train: domains of the helper species (``germlines.HELPER_SPECIES``: rat, rabbit, pig, alpaca,
+  cow), so no gene of the validation or test domains is ever a helper's training input;
+- heldout: the validation domains (human, mouse and rhesus genes apart from test's);
+- ood: the validation domains with the masked region's residues shuffled (composition kept,
+  every dependency between them destroyed), a source the estimator never saw.
+Half of each MI context set are states visited while AntiBERTy fills the region (argmax values,
+the strategies of ``strategies.mi.contexts``), half are the domains with a random part of the
+region masked. Every context is padded to one width, so label sets concatenate.
+"""
+import torch
+
+from strategies.mi.contexts import random_masks, visited_states
+from tasks.antibody.germlines import AMINO_ACIDS, IMGT_LENGTH, domains
+
+WIDTH = IMGT_LENGTH + 2          # the longest joined domain fits IMGT's 128 positions, plus [CLS] and [SEP]
+SOURCES = {"train": "helpers", "heldout": "validation", "ood": "validation"}
+
+
+def padded_encoding(domain_list):
+    """(tokens, masked) of ``domain_list`` padded to WIDTH; padding is never masked."""
+    from tasks.antibody.task import PAD_ID, encode
+    tokens, masked = encode(domain_list)
+    extra = WIDTH - tokens.shape[1]
+    return torch.nn.functional.pad(tokens, (0, extra), value=PAD_ID), torch.nn.functional.pad(masked, (0, extra))
+
+
+def shuffled_regions(tokens, region, generator):
+    """``tokens`` with each row's region residues permuted (the ood source)."""
+    tokens = tokens.clone()
+    for row in range(len(tokens)):
+        where = region[row].nonzero().squeeze(1)
+        tokens[row, where] = tokens[row, where[torch.randperm(len(where), generator=generator)]]
+    return tokens
+
+
+def truth_tokens(domain_list):
+    """(x0 tokens with the region's own residues, region bool) of ``domain_list``, padded to WIDTH."""
+    from tasks.antibody.task import VALUE_IDS
+    tokens, region = padded_encoding(domain_list)
+    for row, domain in enumerate(domain_list):
+        ids = VALUE_IDS[[AMINO_ACIDS.index(c) for c in domain.sequence]]
+        tokens[row, 1:len(ids) + 1] = ids
+    return tokens, region
+
+
+def mi_contexts(model, split, n, generator):
+    """(tokens [n, WIDTH], masked [n, WIDTH]) of the MI label set ``split`` (module docstring)."""
+    pool = domains(SOURCES[split])
+    order = torch.randperm(len(pool), generator=generator).tolist()
+    picked = [pool[order[i % len(pool)]] for i in range(n)]       # a pool smaller than n is cycled
+    tokens, region = truth_tokens(picked)
+    if split == "ood":
+        tokens = shuffled_regions(tokens, region, generator)
+    n_visited = n // 2
+    rows = max(8, n_visited // 16)
+    from tasks.antibody.task import MASK_ID
+    start = tokens[:rows].masked_fill(region[:rows], MASK_ID)
+    tokens_v, masked_v = visited_states(model, start, region[:rows], n_visited, temperature=0.0, generator=generator)
+    masked_r = random_masks(region[n_visited:], generator)
+    return torch.cat([tokens_v, tokens[n_visited:]]), torch.cat([masked_v, masked_r])
+
+
+def order_examples():
+    """(x0, start tokens, start masked) of the helper species' domains, the region masked at the start."""
+    from tasks.antibody.task import MASK_ID
+    x0, region = truth_tokens(domains("helpers"))
+    return x0, x0.masked_fill(region, MASK_ID), region
+
+
+def residue_recovery(x0, tokens):
+    """[B] share of each row's residues equal to x0's (the order policies' reward). The given
+    residues always match, so within one input this is the region's recovery rescaled, which is
+    all a policy gradient with a per-input baseline sees."""
+    from tasks.antibody.task import VALUE_IDS
+    residues = (x0 >= int(VALUE_IDS[0])) & (x0 <= int(VALUE_IDS[-1]))
+    return ((tokens == x0) & residues).sum(1).float() / residues.sum(1).clamp(min=1).float()
+
+
+def residue_frequencies():
+    """[20] each amino acid's share of the residues of the helper species' domains."""
+    text = "".join(d.sequence for d in domains("helpers"))
+    return [text.count(a) / len(text) for a in AMINO_ACIDS]
