@@ -71,3 +71,32 @@ def test_the_ladder_without_the_model_ranks_every_degradation_below_the_truth():
     kept = verdicts(table)
     assert kept["recovery"] == (True, True) and kept["identity"] == (True, True)
     assert kept["exact"][0] and not kept["exact"][1]   # every substitution breaks exactness alike
+
+
+def test_the_helpers_train_on_other_species_than_the_test_and_validation_domains(splits):
+    from tasks.antibody.germlines import HELPER_SPECIES, SPECIES
+    helpers = domains("helpers")
+    assert len(helpers) > 150 and {d.species for d in helpers} <= set(HELPER_SPECIES)
+    assert not set(HELPER_SPECIES) & set(SPECIES)
+    assert not {d.species for d in splits["test"] + splits["validation"]} & set(HELPER_SPECIES)
+
+
+def test_order_examples_and_their_reward():
+    """x0 holds the region's residues, the start masks exactly the region, and the reward ranks a
+    fill by its residues right (the given ones always are)."""
+    from tasks.antibody.helpers import residue_recovery, shuffled_regions
+    task = AntibodyTask()
+    x0, start, region = task.order_examples()
+    assert bool((start[region] == MASK_ID).all()) and bool((start[~region] == x0[~region]).all())
+    assert torch.equal(task.order_reward(x0, x0, None), torch.ones(len(x0)))
+    half = x0.clone()
+    half[region & (torch.arange(x0.shape[1]) % 2 == 0)] = int(VALUE_IDS[0])
+    reward = residue_recovery(x0, half)
+    assert bool((reward < 1).all()) and bool((reward > task.order_reward(x0, start, None)).all())
+    shuffled = shuffled_regions(x0[:4], region[:4], torch.Generator().manual_seed(0))
+    assert torch.equal(shuffled.sort(1).values, x0[:4].sort(1).values) and not torch.equal(shuffled, x0[:4])
+
+
+def test_pc_samplers_background_is_the_helper_species_residue_frequencies():
+    frequencies = AntibodyTask().value_frequencies()
+    assert len(frequencies) == 20 and abs(sum(frequencies) - 1) < 1e-9 and min(frequencies) > 0

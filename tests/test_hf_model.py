@@ -113,3 +113,35 @@ def test_a_tiny_esm_decodes_protein_inputs_into_amino_acids(checkpoints):
     written = result.tokens[eval_set.masked]
     assert bool(torch.isin(written, model.value_tokens).all()) and int(result.passes.max()) > 1
     assert torch.equal(result.tokens[~eval_set.masked], eval_set.tokens[~eval_set.masked])
+
+
+def test_more_rows_than_one_call_takes_give_the_same_outputs(checkpoints, monkeypatch):
+    """Exact MI by probing asks for thousands of rows: they run MAX_ROWS at a time, with the
+    outputs of one call."""
+    import bench.hf
+    task = AntibodyTask()
+    model = load_hf_model(checkpoints["bert"], task.symbols())
+    eval_set = task.eval_set(limit=5)
+    whole = model(eval_set.tokens, eval_set.masked)
+    monkeypatch.setattr(bench.hf, "MAX_ROWS", 2)
+    parts = model(eval_set.tokens, eval_set.masked)
+    assert torch.allclose(whole.logits, parts.logits, atol=1e-5)
+    assert torch.allclose(whole.hidden, parts.hidden, atol=1e-5)
+
+
+def test_the_antibody_helpers_contexts_come_from_the_right_source(checkpoints):
+    """MI contexts of each split (a tiny BERT stands in for AntiBERTy): one width, the mask inside
+    the region only, train from the helper species, ood with the region's residues permuted."""
+    from tasks.antibody.germlines import HELPER_SPECIES
+    from tasks.antibody.helpers import WIDTH, mi_contexts, truth_tokens
+    task = AntibodyTask()
+    model = load_hf_model(checkpoints["bert"], task.symbols())
+    for split in ("train", "heldout", "ood"):
+        tokens, masked = mi_contexts(model, split, 20, torch.Generator().manual_seed(0))
+        assert tokens.shape == masked.shape == (20, WIDTH) and bool(masked.any(1).all())
+        assert bool((tokens[:, 0] == 2).all()) and not bool(masked[:, :2].any())   # [CLS] and IMGT 1 given
+    from tasks.antibody.germlines import domains
+    helpers = domains("helpers")
+    assert {d.species for d in helpers} == set(HELPER_SPECIES)
+    x0, region = truth_tokens(helpers[:3])
+    assert x0.shape[1] == WIDTH and bool((x0[region] >= 5).all())
