@@ -31,6 +31,16 @@ QUICK = ["sequential", "topk:k=8", "margin:k=8", "eb:gamma=1", "threshold:tau=0.
 ORDERS = sweep("schedule", "steps", (4, 8, 16)) + sweep("schedule", "steps", (4, 8, 16), ",score=confidence")
 DEFAULT += ORDERS
 PAPER += ORDERS + field_sweep((8, 16), dus_block=16, remask_steps=16)
+# The MI lines (tasks/antibody/weights/mi_estimator.pt), each beside its ablation on the same gammas.
+# A pilot of 16 validation domains put mi at gamma 1, 2, 4, 8, 16, 32 at 23.6, 14.5, 8.0, 5.8, 3.9
+# and 3.0 mean passes (lam=0 within 0.7 of each) and mi_eb at 1, 4, 16 at 18.8, 7.3 and 3.8: the
+# default keeps the gammas that span the budgets (4-16 passes), the paper adds 32.
+MI_GAMMAS = (1, 2, 4, 8, 16)
+MI = (sweep("mi", "gamma", MI_GAMMAS) + sweep("mi", "gamma", MI_GAMMAS, ",lam=0")
+      + sweep("mi_eb", "gamma", (1, 4, 16)))
+DEFAULT += MI
+PAPER += MI + sweep("mi", "gamma", (32,)) + sweep("mi", "gamma", (32,), ",lam=0") + sweep("mi_eb", "gamma", (32,))
+QUICK += ["mi:gamma=4", "mi:gamma=4,lam=0", "mi_eb:gamma=4"]
 QUICK += field_quick(8, dus_block=16)
 # The budget table compares eb and the threshold at runs calibrated to each budget on the 48
 # validation domains (`python -m bench calibrate --task antibody --budgets` writes the file).
@@ -45,5 +55,5 @@ register_task_settings(
     calibration=CALIBRATION,
     # recovery of the own germline's region (share of ~87 residues): one point is about one residue
     verdicts=Verdicts(budgets=(4, 8, 16), margin=0.01, reference="sequential"),
-    ablations=("eb_vs_topk", "confidence_vs_random"),
+    ablations=("mi_term_greedy", "mi_term_eb", "eb_vs_topk", "confidence_vs_random"),
     external_model=True)   # AntiBERTy: reports/transfer.md asks whether the other tasks' orderings hold on it

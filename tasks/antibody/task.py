@@ -88,9 +88,9 @@ class AntibodyTask(Task):
     # row on one thread); a GPU labels every masked position with --probe 0 (docs/mi.md)
     mi_label_sizes = {"train": 160, "heldout": 48, "ood": 48}
     mi_probe = 2
-    # order policies: the reward is the region's recovery; 8 domains per step, steps = 500 / T, 32
+    # order policies: the reward is the region's recovery; 8 domains per step, steps = 300 / T, 32
     # held out; eb:gamma=13.7, 3.8, 1.2 take 4.3, 7.7 and 15.8 passes on the validation domains
-    order_training = {"objective": "reward", "batch": 8, "step_units": 500, "n_eval": 32,
+    order_training = {"objective": "reward", "batch": 8, "step_units": 300, "n_eval": 32,
                       "init_gamma": {5: 10.0, 10: 2.5, 15: 1.3}}
     options = {"data": "split: test (default) or validation (genes apart from test's)",
                "model": "a Hugging Face masked-LM folder (default: AntiBERTy from the antiberty wheel)"}
