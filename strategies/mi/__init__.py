@@ -16,4 +16,6 @@ MI_TASK = TaskProtocol(
     required=("weights_dir",       # where the task's trained helpers ship (the estimator file)
               "mi_label_sizes",    # split -> number of MI label contexts
               "mi_contexts"),      # (model, split, n, generator) -> (tokens [n, N], masked [n, N])
-    optional=("mi_probe", "mi_peers", "mi_grid"))
+    optional=("mi_probe",           # probed positions per label context (0: all)
+              "mi_pairs",           # "both" (default) or "either": which probed pairs are labels (label_target)
+              "mi_peers", "mi_grid"))

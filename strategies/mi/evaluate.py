@@ -15,7 +15,7 @@ from bench.files import HELPER_LIMIT, checked_path
 from bench.provenance import portable_path, provenance
 from bench.results import write_text_atomic
 from strategies.mi.estimator import FILE_NAME, load_estimator
-from strategies.mi.exact import exact_mi, symmetric
+from strategies.mi.exact import exact_mi, label_target, symmetric
 from strategies.mi.labels import load_labels
 from strategies.mi.metrics import estimator_metrics, pair_values
 from strategies.mi.train import model_features, predict
@@ -29,7 +29,7 @@ def split_report(task, model, network, split):
     tokens, masked, mi = load_labels(task, model.checkpoint_id, split)
     hidden, probs = model_features(model, tokens, masked, "cpu")
     pred = predict(network, hidden, probs, masked, "cpu")
-    true = symmetric(mi).clamp_min(0)
+    true = label_target(mi, getattr(task, "mi_pairs", "both")).clamp_min(0)
     metrics = estimator_metrics(*pair_values(pred, true, masked))
     p_ij, p_ji = pair_values(mi, mi.transpose(1, 2), masked)
     metrics["direction_gap"] = float(np.abs(p_ij - p_ji).mean())  # mean |I_ij - I_ji|, nats

@@ -71,3 +71,15 @@ def exact_mi(model, tokens, masked, chunk=4096, rows=None):
 def symmetric(mi):
     """The symmetric matrix the estimator learns: the mean of both directions."""
     return 0.5 * (mi + mi.transpose(-1, -2))
+
+
+def label_target(mi, pairs="both"):
+    """What the estimator learns and is scored against from probed labels (NaN: a row not probed).
+    ``pairs`` "both": the mean of both directions, NaN unless both rows were probed; "either": also
+    the one probed direction where only one was (a probed row against every masked column: many
+    more pairs from a few probed positions, each one direction's value for the symmetric mean)."""
+    both = symmetric(mi)
+    if pairs == "both":
+        return both
+    flipped = mi.transpose(-1, -2)
+    return torch.where(mi.isnan(), flipped, torch.where(flipped.isnan(), mi, both))

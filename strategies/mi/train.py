@@ -21,7 +21,7 @@ from strategies.mi.estimator import (
     save_estimator,
     transform,
 )
-from strategies.mi.exact import symmetric
+from strategies.mi.exact import label_target
 from strategies.mi.labels import load_labels
 from strategies.mi.metrics import estimator_metrics, pair_values
 
@@ -104,7 +104,7 @@ def train_estimator(task, settings_cfg, out=None):
     tokens, masked, mi = load_labels(task, model.checkpoint_id, "train", cfg.n_train or None)
     start = time.perf_counter()
     hidden, probs = model_features(model, tokens, masked, cfg.device)
-    target = symmetric(mi).clamp_min(0)
+    target = label_target(mi, getattr(task, "mi_pairs", "both")).clamp_min(0)
     n_val = max(1, int(len(tokens) * cfg.val_share))
     val = (hidden[:n_val], probs[:n_val], masked[:n_val], target[:n_val])
     data = (hidden[n_val:], probs[n_val:], masked[n_val:], target[n_val:])

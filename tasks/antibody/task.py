@@ -88,6 +88,9 @@ class AntibodyTask(Task):
     # row on one thread); a GPU labels every masked position with --probe 0 (docs/mi.md)
     mi_label_sizes = {"train": 160, "heldout": 48, "ood": 48}
     mi_probe = 2
+    # with 2 probed positions a context holds one pair probed both ways, so the estimator learns and
+    # is scored on every pair with a probed direction too (strategies.mi.exact.label_target)
+    mi_pairs = "either"
     # order policies: the reward is the region's recovery; 8 domains per step, steps = 300 / T, 32
     # held out; eb:gamma=13.7, 3.8, 1.2 take 4.3, 7.7 and 15.8 passes on the validation domains
     order_training = {"objective": "reward", "batch": 8, "step_units": 300, "n_eval": 32,
