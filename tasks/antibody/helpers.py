@@ -12,6 +12,7 @@ region masked. Every context is padded to one width, so label sets concatenate.
 import torch
 
 from strategies.mi.contexts import random_masks, visited_states
+from tasks.antibody.encoding import MASK_ID, PAD_ID, VALUE_IDS, encode
 from tasks.antibody.germlines import AMINO_ACIDS, IMGT_LENGTH, domains
 
 WIDTH = IMGT_LENGTH + 2          # the longest joined domain fits IMGT's 128 positions, plus [CLS] and [SEP]
@@ -20,7 +21,6 @@ SOURCES = {"train": "helpers", "heldout": "validation", "ood": "validation"}
 
 def padded_encoding(domain_list):
     """(tokens, masked) of ``domain_list`` padded to WIDTH; padding is never masked."""
-    from tasks.antibody.task import PAD_ID, encode
     tokens, masked = encode(domain_list)
     extra = WIDTH - tokens.shape[1]
     return torch.nn.functional.pad(tokens, (0, extra), value=PAD_ID), torch.nn.functional.pad(masked, (0, extra))
@@ -37,7 +37,6 @@ def shuffled_regions(tokens, region, generator):
 
 def truth_tokens(domain_list):
     """(x0 tokens with the region's own residues, region bool) of ``domain_list``, padded to WIDTH."""
-    from tasks.antibody.task import VALUE_IDS
     tokens, region = padded_encoding(domain_list)
     for row, domain in enumerate(domain_list):
         ids = VALUE_IDS[[AMINO_ACIDS.index(c) for c in domain.sequence]]
@@ -55,7 +54,6 @@ def mi_contexts(model, split, n, generator):
         tokens = shuffled_regions(tokens, region, generator)
     n_visited = n // 2
     rows = max(8, n_visited // 16)
-    from tasks.antibody.task import MASK_ID
     start = tokens[:rows].masked_fill(region[:rows], MASK_ID)
     tokens_v, masked_v = visited_states(model, start, region[:rows], n_visited, temperature=0.0, generator=generator)
     masked_r = random_masks(region[n_visited:], generator)
@@ -64,7 +62,6 @@ def mi_contexts(model, split, n, generator):
 
 def order_examples():
     """(x0, start tokens, start masked) of the helper species' domains, the region masked at the start."""
-    from tasks.antibody.task import MASK_ID
     x0, region = truth_tokens(domains("helpers"))
     return x0, x0.masked_fill(region, MASK_ID), region
 
@@ -73,7 +70,6 @@ def residue_recovery(x0, tokens):
     """[B] share of each row's residues equal to x0's (the order policies' reward). The given
     residues always match, so within one input this is the region's recovery rescaled, which is
     all a policy gradient with a per-input baseline sees."""
-    from tasks.antibody.task import VALUE_IDS
     residues = (x0 >= int(VALUE_IDS[0])) & (x0 <= int(VALUE_IDS[-1]))
     return ((tokens == x0) & residues).sum(1).float() / residues.sum(1).clamp(min=1).float()
 

@@ -57,7 +57,7 @@ PAPER += MI + sweep("mi", "gamma", (8,)) + sweep("mi", "gamma", (8,), ",lam=0")
 # default, 15 too in the paper tier (its runs cost 1.5 minutes the default's 60 do not hold).
 DEFAULT += learned_sweep((5, 10))
 PAPER += learned_sweep((5, 10, 15))
-QUICK += ["mi:gamma=4", "mi:gamma=4,lam=0", "mi_eb:gamma=4"]
+QUICK += ["mi:gamma=4", "mi:gamma=4,lam=0", "mi_eb:gamma=4"] + learned_sweep((10,), modes=("sample",))
 QUICK += field_quick(8, dus_block=16)
 # The budget table compares eb and the threshold at runs calibrated to each budget on the 48
 # validation domains (`python -m bench calibrate --task antibody --budgets` writes the file).

@@ -6,17 +6,14 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from bench.core import EvalSet, Task
 from bench.errors import BenchError
 from bench.provenance import portable_path
 from bench.registry import register_task
 from bench.stats import mean_metric
+from tasks.antibody.encoding import CLS_ID, MASK_ID, PAD_ID, SEP_ID, VALUE_IDS, encode  # noqa: F401 (the task's ids)
 from tasks.antibody.germlines import AMINO_ACIDS, SPLITS, allele_matrix, domains
-
-PAD_ID, CLS_ID, SEP_ID, MASK_ID = 0, 2, 3, 4      # AntiBERTy's vocabulary (trained_models/vocab.txt)
-VALUE_IDS = torch.arange(5, 25)                     # A C D ... Y, in AMINO_ACIDS order
 
 
 def antiberty_folder():
@@ -32,19 +29,6 @@ def antiberty_folder():
         raise BenchError(f"no AntiBERTy checkpoint in {models}; antiberty 1.0 fetches its weights at run time: "
                          f"pip install antiberty==0.1.3")
     return folder, vocab
-
-
-def encode(domain_list):
-    """(tokens [n, W]: [CLS] residues [SEP] then padding, masked region as [MASK]; masked [n, W])."""
-    width = max(len(d.sequence) for d in domain_list) + 2
-    tokens = torch.full((len(domain_list), width), PAD_ID, dtype=torch.long)
-    masked = torch.zeros_like(tokens, dtype=torch.bool)
-    for row, d in enumerate(domain_list):
-        ids = VALUE_IDS[[AMINO_ACIDS.index(c) for c in d.sequence]]
-        tokens[row, 0], tokens[row, 1:len(ids) + 1], tokens[row, len(ids) + 1] = CLS_ID, ids, SEP_ID
-        masked[row, 1:len(ids) + 1] = torch.tensor(d.masked)
-    tokens[masked] = MASK_ID
-    return tokens, masked
 
 
 def filled_region(tokens_row, domain):
