@@ -188,6 +188,16 @@ def test_sudoku_saves_a_fine_tuned_denoiser_as_its_model_option_loads_it(tmp_pat
     assert all(torch.equal(v, again.network.state_dict()[k]) for k, v in model.network.state_dict().items())
 
 
+def test_protein_saves_a_fine_tuned_denoiser_as_its_model_option_loads_it(tmp_path):
+    from tasks.protein.task import ProteinTask
+    task = ProteinTask()
+    model = task.load_model()
+    task.save_denoiser(model, tmp_path / "tuned.pt", {"derived_from": model.checkpoint_id})
+    again = ProteinTask(model=str(tmp_path / "tuned.pt")).load_model()
+    assert again.meta["derived_from"] == model.checkpoint_id
+    assert all(torch.equal(v, again.network.state_dict()[k]) for k, v in model.network.state_dict().items())
+
+
 def test_frozen_training_leaves_the_denoiser_untouched(tiny_model, tmp_path):
     before, weights = digest(tiny_model), state_of(tiny_model)
     task = HMMMDMTask(model=str(tiny_model))

@@ -61,6 +61,7 @@ class ESMCNetwork(torch.nn.Module):
         from esm.utils.constants.esm3 import SEQUENCE_VOCAB
         super().__init__()
         check_token_ids(SEQUENCE_VOCAB)
+        self.config = {"d_model": d_model, "n_heads": n_heads, "n_layers": n_layers}   # a checkpoint rebuilds it
         self.embed = torch.nn.Embedding(64, d_model)
         self.transformer = TransformerStack(d_model, n_heads, None, n_layers, n_layers_geom=0, use_flash_attn=False)
         self.sequence_head = RegressionHead(d_model, 64)

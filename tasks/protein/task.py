@@ -175,6 +175,11 @@ class ProteinTask(Task):
     def order_examples(self):
         return hooks.order_examples()
 
+    def save_denoiser(self, model, path, meta):
+        """A fine-tuned model (the learned order's denoiser=joint) as ``--model PATH`` loads it."""
+        from tasks.protein.model import save_protein_checkpoint
+        save_protein_checkpoint(path, model.network, model.network.config, meta)
+
 
 FLOOR_CODE = (__file__, metrics_module.__file__, judge_module.__file__, bench.stats.__file__,
               statistics_module.__file__, str(Path(__file__).parent / "null.py"))
