@@ -39,6 +39,11 @@ QUICK = (["sequential", "topk:k=4", "margin:k=4", "eb:gamma=3", "threshold:tau=0
          + sweep("mi", "gamma", (12,)) + sweep("mi", "gamma", (12,), ",lam=0") + ["mi_eb:gamma=10"]
          + learned_sweep((10,), modes=("sample",)))
 PAPER += FIELD
+# Issue 33's 2x2 on the shipped model (paper tier only): the ELBO-trained relative policy with the
+# denoiser frozen, and the heuristics' low-pass ends that reach T=5's passes (docs/strategies.md).
+JOINT_BASE = (["learned:T=5,policy=tasks/protein/weights/elbo/order_policy_T5.pt"]
+              + sweep("eb", "gamma", (20, 40, 80)) + sweep("topk", "k", (16, 24)) + sweep("margin", "k", (16, 24)))
+PAPER += JOINT_BASE
 DEFAULT += DEFAULT_FIELD
 QUICK += field_quick(12, dus_block=16)
 CI = ["sequential", "topk:k=4", "eb:gamma=1", "threshold:tau=0.7"]
