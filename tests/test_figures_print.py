@@ -120,3 +120,10 @@ def test_the_declared_drawn_orders_agree_with_every_preset_spec_s_samples():
         params = dict(pair.split("=", 1) for pair in canonical(strategy).partition(":")[2].split(",") if pair)
         typed = {k: getattr(strategy, k) for k in params}
         assert order_is_drawn(strategy.name, typed) == strategy.samples(), spec
+
+
+def test_a_legend_names_a_file_parameter_by_its_folder():
+    from bench.report.figures import short_paths
+    assert short_paths("init=False mode=sample policy=tasks/protein/weights/elbo/order_policy_T5.pt") == (
+        "init=False mode=sample policy=elbo")
+    assert short_paths("lam=0.0") == "lam=0.0"

@@ -255,7 +255,7 @@ def draw_family_panel(ax, family_runs, panel, refs, style, layout):
     for index, (name, runs) in enumerate(lines.items()):
         dash, marker = variant_style(index)
         exact = [r for r in runs if r in panel.exact]
-        variant = wrapped_label(name.split(" ", 1)[1]) if " " in name and len(lines) > 1 else None
+        variant = wrapped_label(short_paths(name.split(" ", 1)[1])) if " " in name and len(lines) > 1 else None
         if exact:
             draw_run_line(ax, exact, panel.metric, color=style.colour, marker=marker, linestyle=dash, markersize=3,
                           label=variant, zorder=3)
@@ -263,6 +263,14 @@ def draw_family_panel(ax, family_runs, panel, refs, style, layout):
         bound_label = f"{variant} (bound)" if variant and not exact else None
         draw_bounds(ax, bounded, panel, style.colour, marker, label=bound_label)
     return lines
+
+
+def short_paths(text):
+    """A variant's parameters with each file path shortened to the folder it lies in
+    (``policy=elbo`` for tasks/protein/weights/elbo/order_policy_T5.pt): a legend has no room for
+    the whole path, and the folder says how the file was trained."""
+    return " ".join(f"{k}={v.rsplit('/', 2)[-2]}" if "/" in v else f"{k}={v}"
+                    for k, _, v in (part.partition("=") for part in text.split(" ")))
 
 
 def label_panel_points(fig, axes_lines, panel, styles, font):
@@ -305,7 +313,7 @@ def draw_families(results, task, out_dir, metric, styles):
     fig.supxlabel("mean forward passes per sample (log scale)", fontsize=layout.font)
     fig.supylabel(wrapped(quality_label(panel), PANEL_HEIGHT * rows * 0.8, layout.font), fontsize=layout.font)
     figure_legend(fig, reference_handles(refs[0], refs[1], panel, layout.font), layout, where="upper")
-    label_log_axis(axes.flat[0])
+    label_log_axis(axes.flat[len(families) - 1])   # shared x: the last panel is in the row that prints the labels
     label_panel_points(fig, axes_lines, panel, styles, 7)
     stem = f"pareto_{task}" + ("" if metric == results[0]["headline"] else f"_{metric}") + "_families"
     return save_figure(fig, out_dir, stem, dpi=300, caption=families_caption(task, panel, refs))
