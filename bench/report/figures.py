@@ -267,7 +267,7 @@ def draw_family_panel(ax, family_runs, panel, refs, style, layout):
 
 def short_paths(text):
     """A variant's parameters with each file path shortened to the folder it lies in
-    (``policy=elbo`` for tasks/protein/weights/elbo/order_policy_T5.pt): a legend has no room for
+    (``policy=elbo`` for a file under weights/elbo/): a legend has no room for
     the whole path, and the folder says how the file was trained."""
     return " ".join(f"{k}={v.rsplit('/', 2)[-2]}" if "/" in v else f"{k}={v}"
                     for k, _, v in (part.partition("=") for part in text.split(" ")))
