@@ -179,21 +179,14 @@ def test_a_run_with_the_joint_pair_names_the_fine_tuned_model_in_its_identity(ti
     assert summary["model"]["derived_from"] == HMMMDMTask(model=str(tiny_model)).load_model().checkpoint_id
 
 
-def test_sudoku_saves_a_fine_tuned_denoiser_as_its_model_option_loads_it(tmp_path):
-    task = SudokuTask()
-    model = task.load_model()
-    task.save_denoiser(model, tmp_path / "tuned.pt", {"derived_from": model.checkpoint_id})
-    again = SudokuTask(model=str(tmp_path / "tuned.pt")).load_model()
-    assert again.meta["derived_from"] == model.checkpoint_id
-    assert all(torch.equal(v, again.network.state_dict()[k]) for k, v in model.network.state_dict().items())
-
-
-def test_protein_saves_a_fine_tuned_denoiser_as_its_model_option_loads_it(tmp_path):
-    from tasks.protein.task import ProteinTask
-    task = ProteinTask()
-    model = task.load_model()
-    task.save_denoiser(model, tmp_path / "tuned.pt", {"derived_from": model.checkpoint_id})
-    again = ProteinTask(model=str(tmp_path / "tuned.pt")).load_model()
+@pytest.mark.parametrize("task_name", ["sudoku", "protein"])
+def test_a_task_saves_a_fine_tuned_denoiser_as_its_model_option_loads_it(tmp_path, task_name):
+    from bench.registry import TASKS, load_plugins
+    load_plugins()
+    task_class = TASKS[task_name]
+    model = task_class().load_model()
+    task_class().save_denoiser(model, tmp_path / "tuned.pt", {"derived_from": model.checkpoint_id})
+    again = task_class(model=str(tmp_path / "tuned.pt")).load_model()
     assert again.meta["derived_from"] == model.checkpoint_id
     assert all(torch.equal(v, again.network.state_dict()[k]) for k, v in model.network.state_dict().items())
 
