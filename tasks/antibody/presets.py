@@ -7,8 +7,8 @@ eb at gamma 0.1, 0.3, 1, 3 at 75, 45, 17 and 9 mean passes and threshold at tau 
 passes. ``topk:k=100`` reveals the whole region in one pass (the one-pass decode). AntiBERTy is a
 26M-parameter BERT, so ``default`` and ``paper`` run 48 test domains (its measured time is in
 the task README); ``paper`` adds gamma 0.1, tau 0.5 and top-k and margin at k=2 (44 passes each:
-on a quiet machine 101 s of the default's 16 minutes for top-k, which the default leaves out so
-that the whole default tier fits 60 minutes on 2 cores; docs/running.md). The budgets stop at
+101 s for top-k on a quiet machine, which the default leaves out so that the whole default tier
+fits 60 minutes on 2 cores; docs/running.md). The budgets stop at
 16 passes, the last that two lines of the default reach (only eb goes beyond). The split's other
 test domains are there for `--limit` or a larger machine.
 """
