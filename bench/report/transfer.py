@@ -87,18 +87,18 @@ def transfer_markdown(verdicts):
     verdicts = [v for v in verdicts if v is not None]
     settings = all_task_settings()
     external = [v for v in verdicts if settings.get(v.task) and settings[v.task].external_model]
-    out = []
+    by_name, out = {v.task: v for v in verdicts}, []
     for ext in external:
-        by_name = {v.task: v for v in verdicts}
         rows, details = [], []
         others = [v.task for v in verdicts if v.task != ext.task]
         for idea, by_task in comparisons(verdicts, ext.task):
-            cells = {task: task_cell(by_name[task], comparison_tests(*by_task[task])) if task in by_task
+            tests = {task: comparison_tests(*found) for task, found in by_task.items()}
+            cells = {task: task_cell(by_name[task], tests[task]) if task in tests
                      else ({"better": [], "worse": []}, "-") for task in others + [ext.task]}
             ordering = others_ordering([cells[t][0] for t in others])
             rows.append([idea] + [cells[t][1] for t in others] + [cells[ext.task][1], ordering,
                                                                     transfer_verdict(ordering, cells[ext.task][0])])
-            details += detail_lines(ext, idea, comparison_tests(*by_task[ext.task]))
+            details += detail_lines(ext, idea, tests[ext.task])
         if not rows:
             continue
         out += [intro(ext, others), "",

@@ -8,8 +8,9 @@ PAD_ID, CLS_ID, SEP_ID, MASK_ID = 0, 2, 3, 4      # AntiBERTy's vocabulary (trai
 VALUE_IDS = torch.arange(5, 25)                     # A C D ... Y, in AMINO_ACIDS order
 
 
-def encode(domain_list):
-    """(tokens [n, W]: [CLS] residues [SEP] then padding, masked region as [MASK]; masked [n, W])."""
+def encode(domain_list, mask=True):
+    """(tokens [n, W]: [CLS] residues [SEP] then padding, masked region as [MASK] unless ``mask`` is
+    False (the truth, x0); masked [n, W])."""
     width = max(len(d.sequence) for d in domain_list) + 2
     tokens = torch.full((len(domain_list), width), PAD_ID, dtype=torch.long)
     masked = torch.zeros_like(tokens, dtype=torch.bool)
@@ -17,5 +18,6 @@ def encode(domain_list):
         ids = VALUE_IDS[[AMINO_ACIDS.index(c) for c in d.sequence]]
         tokens[row, 0], tokens[row, 1:len(ids) + 1], tokens[row, len(ids) + 1] = CLS_ID, ids, SEP_ID
         masked[row, 1:len(ids) + 1] = torch.tensor(d.masked)
-    tokens[masked] = MASK_ID
+    if mask:
+        tokens[masked] = MASK_ID
     return tokens, masked

@@ -19,9 +19,9 @@ WIDTH = IMGT_LENGTH + 2          # the longest joined domain fits IMGT's 128 pos
 SOURCES = {"train": "helpers", "heldout": "validation", "ood": "validation"}
 
 
-def padded_encoding(domain_list):
-    """(tokens, masked) of ``domain_list`` padded to WIDTH; padding is never masked."""
-    tokens, masked = encode(domain_list)
+def padded_encoding(domain_list, mask=True):
+    """(tokens, masked) of ``domain_list`` (``encode``) padded to WIDTH; padding is never masked."""
+    tokens, masked = encode(domain_list, mask)
     extra = WIDTH - tokens.shape[1]
     return torch.nn.functional.pad(tokens, (0, extra), value=PAD_ID), torch.nn.functional.pad(masked, (0, extra))
 
@@ -37,11 +37,7 @@ def shuffled_regions(tokens, region, generator):
 
 def truth_tokens(domain_list):
     """(x0 tokens with the region's own residues, region bool) of ``domain_list``, padded to WIDTH."""
-    tokens, region = padded_encoding(domain_list)
-    for row, domain in enumerate(domain_list):
-        ids = VALUE_IDS[[AMINO_ACIDS.index(c) for c in domain.sequence]]
-        tokens[row, 1:len(ids) + 1] = ids
-    return tokens, region
+    return padded_encoding(domain_list, mask=False)
 
 
 def mi_contexts(model, split, n, generator):
