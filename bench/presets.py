@@ -17,7 +17,7 @@ added) runs every registered strategy at its default spec there.
 from dataclasses import dataclass
 
 from bench.errors import BenchError
-from bench.registry import STRATEGIES, TASKS, closest, load_plugins, lookup, split_specs
+from bench.registry import STRATEGIES, TASKS, canonical, closest, load_plugins, lookup, parse_strategy, split_specs
 from bench.settings import SPLIT_TIER, all_task_settings, calibrated_specs, task_settings
 
 VALIDATION_OUT = "validation"   # where the validation preset writes unless --out says otherwise
@@ -96,9 +96,20 @@ def sweep_of(task_name, tier="default"):
     settings = task_settings(task_name)
     if settings is not None and tier in settings.specs:
         extra = calibrated_specs(settings) if tier in CALIBRATED_TIERS else []
-        return list(dict.fromkeys(list(settings.specs[tier]) + extra))
+        return distinct_runs(list(settings.specs[tier]) + extra)
     load_plugins()
     return sorted(STRATEGIES)
+
+
+def distinct_runs(specs):
+    """``specs`` with each run once, in its first spelling: a calibrated run can land on a grid
+    point spelled otherwise ('mi:lam=0,gamma=12' is 'mi:gamma=12,lam=0'), and `bench run`
+    refuses a list that names one run twice."""
+    load_plugins()
+    first = {}
+    for spec in specs:
+        first.setdefault(canonical(parse_strategy(spec)), spec)
+    return list(first.values())
 
 
 def preset_tasks(preset):

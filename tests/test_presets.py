@@ -5,7 +5,7 @@ import pytest
 
 from bench.errors import BenchError
 from bench.presets import PRESETS, plan, sweep_of, unswept
-from bench.registry import STRATEGIES, TASKS, load_plugins, parse_strategy
+from bench.registry import STRATEGIES, TASKS, canonical, load_plugins, parse_strategy
 from bench.run.cell import Run, result_paths
 from bench.settings import TaskSettings, all_task_settings, calibrated_specs, register_task_settings, verdicts_for
 from conftest import ROOT, run_cli
@@ -83,6 +83,17 @@ def test_every_preset_spec_parses_and_every_task_has_a_sweep():
                 parse_strategy(spec)
     assert unswept(["sequential", "topk", "brand_new"]) == ["brand_new"]
     assert {spec.split(":")[0] for spec in sweep_of("sudoku")} >= {"sequential", "topk", "margin", "eb", "threshold"}
+
+
+def test_no_tier_names_one_run_twice():
+    """`bench run` refuses a list naming one run twice, so every tier of every task must resolve
+    to distinct runs (the antibody paper tier once named the confidence order at 8 steps twice)."""
+    load_plugins()
+    for name, declared in all_task_settings().items():
+        for tier in declared.specs:
+            runs = [canonical(parse_strategy(spec)) for spec in sweep_of(name, tier)]
+            twice = sorted({run for run in runs if runs.count(run) > 1})
+            assert not twice, (name, tier, twice)
 
 
 def test_the_default_preset_finds_the_committed_sudoku_results():
