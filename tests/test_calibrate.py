@@ -159,6 +159,25 @@ def test_an_ablation_at_a_budget_pairs_the_two_calibrated_runs_and_interpolates_
     assert interpolated["budget"] == 12 and interpolated["pchip"] is not None
 
 
+def test_two_runs_exactly_at_a_budget_are_one_test_not_two():
+    """Fixed-step schedules sit exactly at their step count: there the at-budget claim is the two
+    runs' paired difference, and the same pair run by run is dropped, so Holm counts it once."""
+    from bench.report.ablations import ablation_at_budgets, distinct_pairs, pair_runs
+    from bench.report.verdicts import joint_indices
+    rng = np.random.default_rng(2)
+    good, bad = (rng.random(200) < 0.7).astype(float), (rng.random(200) < 0.4).astype(float)
+    idea = [scored("conf:steps=4", 4.0, good), scored("conf:steps=8", 8.0, good)]
+    without = [scored("rand:steps=4", 4.0, bad), scored("rand:steps=8", 8.0, bad)]
+    for run, steps in zip(idea + without, (4, 8, 4, 8)):
+        run.summary["config"] = {"strategy_params": {"steps": steps}}
+    at_budgets = ablation_at_budgets(idea, without, joint_indices(idea), (4, 6, 8))
+    assert [t["pchip"] is None for t in at_budgets] == [True, False, True]
+    assert at_budgets[0]["runs"] == ("conf:steps=4", "rand:steps=4")
+    pairs = pair_runs(idea, without, {})
+    assert len(pairs) == 2 and distinct_pairs(pairs, at_budgets) == []
+    assert distinct_pairs(pairs, at_budgets[1:2]) == pairs
+
+
 def test_a_calibrated_cell_names_its_passes_and_its_spread_over_seeds():
     from bench.report.render import cell_text
     from bench.report.verdicts import BudgetCell

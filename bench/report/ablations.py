@@ -1,6 +1,7 @@
 """An idea against the same rule without it (bench.settings.Ablation), as paired tests: run by
-run where their other parameters agree, and at equal pass budgets (the two runs calibrated to a
-budget where both lines have one, else the lines interpolated in log passes)."""
+run where their other parameters agree, and at equal pass budgets (the two runs at a budget,
+calibrated to it or a fixed-step schedule's, where both lines have one, else the lines
+interpolated in log passes)."""
 import numpy as np
 
 from bench.paired import paired_difference
@@ -41,7 +42,7 @@ def ablation_at_budgets(with_idea, without, idx, budgets, at_budget=None):
     out, distance = [], is_distance([a, b])
     for budget in budgets:
         labels = set((at_budget or {}).get(budget, {}).values())
-        pair = [next((r for r in side if r.label in labels), None) for side in (with_idea, without)]
+        pair = [run_at(side, budget, labels) for side in (with_idea, without)]
         if all(pair):
             out.append(dict(paired_difference(pair[0].quality, pair[1].quality), budget=budget, pchip=None,
                             outside=0.0, runs=(pair[0].label, pair[1].label),
@@ -50,3 +51,17 @@ def ablation_at_budgets(with_idea, without, idx, budgets, at_budget=None):
             test, pchip, outside = interpolated_difference(a, b, budget, distance)
             out.append(dict(test, budget=budget, pchip=pchip, outside=outside))
     return out
+
+
+def run_at(side, budget, labels):
+    """The run of ``side`` at ``budget``: one named in ``labels`` (calibrated to it), else one whose
+    mean passes are the budget itself (a fixed-step schedule's); None where there is none."""
+    named = next((r for r in side if r.label in labels), None)
+    return named or next((r for r in side if abs(r.passes() - budget) < 1e-9), None)
+
+
+def distinct_pairs(pairs, at_budgets):
+    """``pairs`` less those an at-budget test already compares (both runs sit at the budget), so that
+    one test counts once in a Holm family."""
+    compared = {tuple(t["runs"]) for t in at_budgets if t.get("runs")}
+    return [p for p in pairs if (p["run"], p["ablation"]) not in compared]

@@ -15,7 +15,7 @@ import numpy as np
 
 from bench.multiplicity import ALPHA, family_size, holm
 from bench.paired import better_sign
-from bench.report.ablations import ablation_at_budgets, ablation_pairs
+from bench.report.ablations import ablation_at_budgets, ablation_pairs, distinct_pairs
 from bench.report.retrained import merge_ends, retrained_ablations
 from bench.report.sweeps import reference_run, sweep_lines
 from bench.report.verdicts import (
@@ -237,8 +237,8 @@ def verdicts_of(scored, task, choices=None):
     for ablation in config.ablations:
         with_idea, without, pairs = ablation_pairs(runs, ablation)
         if pairs or (with_idea and without):
-            ablations.append((ablation.idea, pairs,
-                              ablation_at_budgets(with_idea, without, idx, config.budgets, at_budget)))
+            at_budgets = ablation_at_budgets(with_idea, without, idx, config.budgets, at_budget)
+            ablations.append((ablation.idea, distinct_pairs(pairs, at_budgets), at_budgets))
     return TaskVerdicts(
         task, runs[0].summary["headline"], higher, len(runs[0].passes.columns[0]), config.budgets, config.margin,
         cells, leads, {} if config.calibrated else areas(made, min(config.budgets), max(config.budgets)),

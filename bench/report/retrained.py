@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.multiplicity import ALPHA
-from bench.report.ablations import ablation_at_budgets, pair_runs
+from bench.report.ablations import ablation_at_budgets, distinct_pairs, pair_runs
 from bench.report.verdicts import MAX_OUTSIDE, select_line
 
 
@@ -84,7 +84,7 @@ def replicate_tests(idea, without, where, idx, budgets):
             merge_ends(test, lower)
         for pair, lower in zip(pairs, low_pairs):
             merge_ends(pair["quality"], lower["quality"])
-    return pairs, at_budgets
+    return distinct_pairs(pairs, at_budgets), at_budgets
 
 
 def retrained_ablations(runs, retrained, ablations, idx, budgets):
