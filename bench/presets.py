@@ -103,8 +103,8 @@ def sweep_of(task_name, tier="default"):
 
 def distinct_runs(specs):
     """``specs`` with each run once, in its first spelling: a calibrated run can land on a grid
-    point spelled otherwise ('mi:lam=0,gamma=12' is 'mi:gamma=12,lam=0'), and `bench run`
-    refuses a list that names one run twice."""
+    point whose parameters are written in another order, and `bench run` refuses a list that
+    names one run twice."""
     load_plugins()
     first = {}
     for spec in specs:

@@ -1,6 +1,6 @@
 """An idea against the same rule without it (bench.settings.Ablation), as paired tests: run by
 run where their other parameters agree, and at equal pass budgets (the two runs at a budget,
-calibrated to it or a fixed-step schedule's, where both lines have one, else the lines
+calibrated to it or fixed-step runs, where both lines have one, else the lines
 interpolated in log passes)."""
 import numpy as np
 
@@ -55,7 +55,7 @@ def ablation_at_budgets(with_idea, without, idx, budgets, at_budget=None):
 
 def run_at(side, budget, labels):
     """The run of ``side`` at ``budget``: one named in ``labels`` (calibrated to it), else one whose
-    mean passes are the budget itself (a fixed-step schedule's); None where there is none."""
+    mean passes are the budget itself (a rule with a fixed number of steps); None where there is none."""
     named = next((r for r in side if r.label in labels), None)
     return named or next((r for r in side if abs(r.passes() - budget) < 1e-9), None)
 
