@@ -198,6 +198,7 @@ class Task:
     headline: ClassVar[str]
     temperature: ClassVar[float] = 0.0          # 0 = argmax values, > 0 = sampled values
     options: ClassVar[dict] = {}                # --data / --model help for `bench list`
+    install: ClassVar[str] = ""                 # the command that installs what ``missing`` names
     extra_figures: ClassVar[tuple] = ()         # metrics besides the headline to draw Pareto plots of
 
     def __init__(self, data=None, model=None):
@@ -223,6 +224,11 @@ class Task:
         raise NotImplementedError
 
     # --- optional hooks ---------------------------------------------------------------------
+    def missing(self) -> list[str]:
+        """Packages this task (with its --data and --model) needs that are not installed: `bench
+        list` names them and ``install``, and `bench run` stops on them before any work."""
+        return []
+
     def problems(self) -> list[str]:
         """Malformed inputs that were skipped, one line each."""
         return []

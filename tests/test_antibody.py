@@ -4,9 +4,12 @@ import pytest
 import torch
 
 from bench.errors import BenchError
+from conftest import needs_antibody_extra
 from tasks.antibody.germlines import FIRST_MASKED, domains, gene_of, usable_v
 from tasks.antibody.ladder import ladder, substituted, verdicts
 from tasks.antibody.task import MASK_ID, VALUE_IDS, AntibodyTask, encode, truth_region
+
+pytestmark = needs_antibody_extra
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import torch
 from bench.errors import BenchError
 from bench.hf import load_hf_model
 from bench.models import load_model
+from conftest import needs_antibody_extra
 from tasks.antibody.task import AntibodyTask
 
 transformers = pytest.importorskip("transformers")
@@ -89,6 +90,7 @@ def cli(*args, cwd=ROOT):
     return subprocess.run([sys.executable, "-m", "bench", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
+@needs_antibody_extra
 def test_a_tiny_bert_decodes_the_antibody_task_through_the_cli(checkpoints, tmp_path):
     proc = cli("run", "--tasks", "antibody", "--model", f"hf:{checkpoints['bert']}", "--strategies",
                "topk:k=40,eb:gamma=1", "--limit", "2", "--out", str(tmp_path))
@@ -129,6 +131,7 @@ def test_more_rows_than_one_call_takes_give_the_same_outputs(checkpoints, monkey
     assert torch.allclose(whole.hidden, parts.hidden, atol=1e-5)
 
 
+@needs_antibody_extra
 def test_the_antibody_helpers_contexts_come_from_the_right_source(checkpoints):
     """MI contexts of each split (a tiny BERT stands in for AntiBERTy): one width, the mask inside
     the region only, train from the helper species, ood with the region's residues permuted."""
@@ -145,3 +148,27 @@ def test_the_antibody_helpers_contexts_come_from_the_right_source(checkpoints):
     assert {d.species for d in helpers} == set(HELPER_SPECIES)
     x0, region = truth_tokens(helpers[:3])
     assert x0.shape[1] == WIDTH and bool((x0[region] >= 5).all())
+
+
+def test_a_missing_extra_is_named_by_list_and_stops_a_run_before_any_work(monkeypatch, capsys):
+    """Without the antibody extra, `bench list` names the install and `bench run` stops in one
+    line (a --model folder needs no AntiBERTy); the other tasks do not need it."""
+    import importlib.util
+
+    from bench.commands.list_command import print_tasks
+    from bench.run.checks import make_tasks
+    from tasks.antibody.germlines import germline_table
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *rest: None if name in ("anarci", "antiberty") else real(name, *rest))
+    print_tasks()
+    assert "needs: pip install -e '.[antibody]' (not installed: anarci, antiberty)" in capsys.readouterr().out
+    with pytest.raises(BenchError, match=r"^task antibody needs anarci, antiberty, not installed: pip install"):
+        make_tasks("hmm,antibody", None, None)
+    with pytest.raises(BenchError, match=r"^task antibody needs anarci, not installed"):
+        make_tasks("antibody", None, "hf:some/folder")
+    assert [task.name for task in make_tasks("hmm,sudoku", None, None)] == ["hmm", "sudoku"]
+    monkeypatch.setitem(sys.modules, "anarci", None)
+    monkeypatch.setitem(sys.modules, "anarci.germlines", None)
+    with pytest.raises(BenchError, match=r"ANARCI's germline genes: pip install -e '\.\[antibody\]'"):
+        germline_table()

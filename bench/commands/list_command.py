@@ -19,6 +19,8 @@ def print_tasks():
             print(f"  {'':12s}   --{option}: {text}")
         for target, (text, _) in cls().data_builders().items():
             print(f"  {'':12s}   bench data {target}: {text}")
+        if cls().missing():
+            print(f"  {'':12s}   needs: {cls.install} (not installed: {', '.join(cls().missing())})")
         supported = [p.name for p in task_protocols() if not p.missing(cls)]
         print(f"  {'':12s}   supports: {', '.join(supported) if supported else 'no helper protocol'}")
 

@@ -117,7 +117,11 @@ def make_tasks(task_names, data, model, plan_data=None):
         raise BenchError(f"task {twice[0]} is named twice in --tasks; name it once")
     model = None if is_import_spec(model) else model   # a factory's model is loaded by bench.models
     plan_data = plan_data or {}
-    return [make_task(name, data=data or plan_data.get(name), model=model) for name in names]
+    tasks = [make_task(name, data=data or plan_data.get(name), model=model) for name in names]
+    for task in tasks:
+        if task.missing():
+            raise BenchError(f"task {task.name} needs {', '.join(task.missing())}, not installed: {task.install}")
+    return tasks
 
 
 def prepare(task, strategies, task_plan, model_arg=None, where=None):

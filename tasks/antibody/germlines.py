@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.errors import BenchError
+
 SPECIES = ("human", "mouse", "rhesus")     # the three AntiBERTy's training data holds most of
 # The helpers (MI estimator, order policies) train on the other species ANARCI holds, so no gene of
 # the validation or test domains is ever a helper's training input (task README, "Helpers").
@@ -21,6 +23,7 @@ IMGT_LENGTH = 128
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
 FIRST_MASKED = 11        # IMGT position: the region from here to the V gene's end is masked
 SPLITS = ("validation", "test")
+INSTALL = "pip install -e '.[antibody]'"   # the extra: anarci (these genes) and antiberty (the model)
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,10 @@ def usable_j(gapped):
 
 def germline_table():
     """ANARCI's germline alleles (imported on first use: a 350 KB module)."""
-    from anarci.germlines import all_germlines
+    try:
+        from anarci.germlines import all_germlines
+    except ImportError:
+        raise BenchError(f"the antibody task's inputs need ANARCI's germline genes: {INSTALL}") from None
     return all_germlines
 
 

@@ -13,7 +13,7 @@ from bench.provenance import portable_path
 from bench.registry import register_task
 from bench.stats import mean_metric
 from tasks.antibody.encoding import CLS_ID, MASK_ID, PAD_ID, SEP_ID, VALUE_IDS, encode  # noqa: F401 (the task's ids)
-from tasks.antibody.germlines import AMINO_ACIDS, SPLITS, allele_matrix, domains
+from tasks.antibody.germlines import AMINO_ACIDS, INSTALL, SPLITS, allele_matrix, domains
 
 
 def antiberty_folder():
@@ -21,8 +21,8 @@ def antiberty_folder():
     (0.1.3 ships them; found without importing the package)."""
     spec = importlib.util.find_spec("antiberty")
     if spec is None or not spec.submodule_search_locations:
-        raise BenchError("the antibody task needs AntiBERTy's weights: pip install antiberty==0.1.3 "
-                         "(they ship inside its wheel)")
+        raise BenchError(f"the antibody task needs AntiBERTy's weights (they ship inside antiberty 0.1.3's "
+                         f"wheel): {INSTALL}")
     models = Path(list(spec.submodule_search_locations)[0]) / "trained_models"
     folder, vocab = models / "AntiBERTy_md_smooth", models / "vocab.txt"
     if not (folder / "config.json").is_file() or not vocab.is_file():
@@ -81,12 +81,18 @@ class AntibodyTask(Task):
                       "init_gamma": {5: 10.0, 10: 2.5, 15: 1.3}}
     options = {"data": "split: test (default) or validation (genes apart from test's)",
                "model": "a Hugging Face masked-LM folder (default: AntiBERTy from the antiberty wheel)"}
+    install = INSTALL
 
     def __init__(self, data=None, model=None):
         if data is not None and data not in SPLITS:
             raise BenchError(f"--data {data}: the antibody task takes a split, one of {', '.join(SPLITS)}")
         self.split, self.model_path = data or "test", model
         self.matrices = {}
+
+    def missing(self):
+        """anarci for the inputs, antiberty for the default model (a --model folder needs none)."""
+        needed = ["anarci"] + (["antiberty"] if self.model_path is None else [])
+        return [name for name in needed if importlib.util.find_spec(name) is None]
 
     def config(self):
         model = portable_path(self.model_path) if self.model_path else "antiberty==0.1.3 AntiBERTy_md_smooth"
