@@ -193,6 +193,15 @@ def test_remasked_positions_go_back_to_the_starting_token_and_are_counted():
     assert (result.tokens >= 1).all()                                  # every position decoded at the end
 
 
+def test_remdm_at_eta_0_masks_nothing_again_so_its_ablation_isolates_re_masking():
+    """The re-masking ablation's two sides (strategies/schedules/presets.py): ReMDM at its default
+    eta re-masks decoded positions; at eta 0 it is MDLM's sampler and re-masks none."""
+    task, model, eval_set = loaded("hmm")
+    runs = {eta: decode(model, eval_set.tokens[:6], eval_set.masked[:6], parse_strategy(f"remdm:eta={eta},steps=16"),
+                        1.0, seed=1) for eta in (0.02, 0)}
+    assert int(runs[0.02].remasked.sum()) > 0 and int(runs[0].remasked.sum()) == 0
+    assert runs[0].passes.tolist() == [16] * 6
+
 def test_block_is_left_out_of_names_and_identities_at_its_default():
     assert canonical(parse_strategy("topk:k=3")) == "topk:k=3,order=confidence"
     assert "block" not in strategy_params(parse_strategy("eb"))

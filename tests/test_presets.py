@@ -50,9 +50,25 @@ def test_a_task_declares_its_settings_once_and_names_known_tiers_and_ablations()
         register_task_settings("sudoku", {"default": ["sequential"]})
     with pytest.raises(BenchError, match="unknown preset tiers nightly; tiers are quick, default, paper, ci"):
         register_task_settings("a_new_task", {"nightly": ["sequential"]})
-    assert verdicts_for("sudoku").reference == "sequential" and len(verdicts_for("sudoku").ablations) == 8
+    assert verdicts_for("sudoku").reference == "sequential" and len(verdicts_for("sudoku").ablations) == 11
     assert verdicts_for("a_task_without_settings") is None
     assert isinstance(all_task_settings()["protein"], TaskSettings)
+
+
+def test_every_task_runs_both_sides_of_its_remasking_ablations():
+    """Each task's paper tier runs the re-masking samplers and the same rules without re-masking
+    (ReMDM at eta 0; LLaDA's confidence order) at the same steps, so the ablations are tested."""
+    from strategies.schedules.presets import REMASKING
+    load_plugins()
+    for name, declared in all_task_settings().items():
+        assert set(REMASKING) <= set(declared.ablation_keys), name
+        runs = [parse_strategy(spec) for spec in sweep_of(name, "paper")]
+        for ablation in (a for a in verdicts_for(name).ablations if a.strategy in ("remdm", "rcr", "dplm")):
+            sides = [[r for r in runs if r.name == strategy and all(getattr(r, k) == v for k, v in where.items())]
+                     for strategy, where in ((ablation.strategy, ablation.where),
+                                             (ablation.without, ablation.without_where))]
+            assert all(sides), (name, ablation.idea)
+            assert {r.steps for r in sides[0]} <= {r.steps for r in sides[1]}, (name, ablation.idea)
 
 
 def test_command_line_overrides_the_preset():

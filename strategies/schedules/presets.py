@@ -3,7 +3,8 @@
 ``field_sweep`` gives a task's default-tier specs of this family: the vanilla sampler (random
 order, linear schedule) at a few step counts, LLaDA's confidence on the linear schedule, the
 Fast-dLLM factor rule at f in {0.7, 1.0, 1.5}, KLASS, PC-Sampler, DUS, and ReMDM, RCR and DPLM
-at one step budget each; ``field_quick`` each strategy once for the quick tier.
+at one step budget each; ``remasking_ablation`` ReMDM at eta 0 for the paper tier;
+``field_quick`` each strategy once for the quick tier.
 """
 from bench.settings import Ablation, register_ablation, register_drawn_order, sweep
 
@@ -18,6 +19,20 @@ LINEAR = {"schedule": "linear", "block": 0}
 register_ablation("confidence_vs_random", Ablation(
     "confidence order over random order (schedule score=confidence against score=random, linear "
     "schedule, same steps)", "schedule", {"score": "confidence", **LINEAR}, "schedule", {"score": "random", **LINEAR}))
+# Re-masking credited only with what it adds over the same rule without it: ReMDM against itself at
+# eta 0 (MDLM's sampler: nothing is masked again); RCR and DPLM against LLaDA's confidence order on
+# the linear schedule at the same steps, which is what each does when a revealed position stays
+# revealed (DPLM's count per step may differ from LLaDA's by one).
+register_ablation("remasking_remdm", Ablation(
+    "re-masking in ReMDM (remdm eta=0.02 against eta=0, MDLM's sampler, same steps)",
+    "remdm", {"sigma": "cap", "eta": 0.02}, "remdm", {"eta": 0.0}))
+register_ablation("remasking_rcr", Ablation(
+    "re-masking in RCR (rcr against LLaDA's confidence order on the linear schedule, same steps)",
+    "rcr", {}, "schedule", {"score": "confidence", **LINEAR}))
+register_ablation("remasking_dplm", Ablation(
+    "re-masking in DPLM (dplm against LLaDA's confidence order on the linear schedule, same steps)",
+    "dplm", {}, "schedule", {"score": "confidence", **LINEAR}))
+REMASKING = ("remasking_remdm", "remasking_rcr", "remasking_dplm")   # every task's re-masking ablations
 
 
 def field_sweep(steps, *, dus_block, pc_lam=0.25, remask_steps=None, factors=(0.7, 1.0, 1.5), llada=True):
@@ -32,6 +47,12 @@ def field_sweep(steps, *, dus_block, pc_lam=0.25, remask_steps=None, factors=(0.
             + sweep("factor_rule", "f", factors)
             + [f"klass:steps={first}", f"pc_sampler:lam={pc_lam},steps={first}", f"dus:block={dus_block}"]
             + [f"remdm:steps={remask}", f"rcr:steps={remask}", f"dplm:steps={remask}"])
+
+
+def remasking_ablation(steps):
+    """The paper tier's run of ReMDM without re-masking (eta 0) at the re-masking samplers' ``steps``;
+    RCR's and DPLM's ablation, LLaDA's confidence order there, each task runs already."""
+    return [f"remdm:eta=0,steps={steps}"]
 
 
 def field_quick(steps, *, dus_block, pc_lam=0.25):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bench.settings import BudgetCalibration, Knob, Validation, Verdicts, register_task_settings, sweep
 from strategies.learned.presets import learned_sweep
-from strategies.schedules.presets import field_quick, field_sweep
+from strategies.schedules.presets import REMASKING, field_quick, field_sweep, remasking_ablation
 
 GAMMAS = (1, 2, 4, 8)
 SWEEP = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin", "k", (2, 4, 8))
@@ -15,7 +15,7 @@ SWEEP = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin", "k
          + sweep("mi", "gamma", GAMMAS) + sweep("mi", "gamma", GAMMAS, ",lam=0")
          + sweep("mi_eb", "gamma", GAMMAS) + learned_sweep((8, 16, 32))
          + field_sweep((8, 16), dus_block=8, remask_steps=16, factors=(1.0, 1.5))
-         + ["schedule:schedule=bernoulli,steps=16", "schedule:score=confidence,steps=16"])
+         + ["schedule:schedule=bernoulli,steps=16", "schedule:score=confidence,steps=16"] + remasking_ablation(16))
 # The default keeps of the knob lines' grids only their ends beyond the last budget (32 passes: the
 # speed-up's near-sequential runs); their runs calibrated to each budget (CALIBRATION below, added
 # by bench.presets) span 8-32 passes, and the budget table compares those.
@@ -48,7 +48,7 @@ ORDER_BOUNDS = {"kl_nats": 0.0, "kl_bits_per_position": 0.0, "share_over_1nat": 
 ORDER_LOWER = {"kl_nats": "kl_nats_orders"}
 LEARNED = ("learned_sample", "learned_threshold")
 # the orderings every task is asked, the model trained elsewhere included (bench.report.transfer)
-COMPARISONS = ("eb_vs_topk", "confidence_vs_random")
+COMPARISONS = ("eb_vs_topk", "confidence_vs_random") + REMASKING
 # Issue 29 item 9: the chain's MI estimator and order policies retrained under seeds 1 and 2
 # (tasks/hmm/weights/exact/seeds/<seed>/, each with its log), run on the test inputs into retrained/
 # (`bench run --preset retrained`); `bench report` checks each ablation on each of them. The MI

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench.settings import BudgetCalibration, Knob, Validation, Verdicts, register_task_settings, sweep
 from strategies.learned.presets import learned_sweep
-from strategies.schedules.presets import field_quick, field_sweep
+from strategies.schedules.presets import REMASKING, field_quick, field_sweep, remasking_ablation
 
 EB_GAMMAS = (0.02, 0.05, 0.1, 0.3, 1, 2)
 MI_GAMMAS = (0.05, 0.1, 0.3, 0.6, 1, 1.5)
@@ -34,7 +34,7 @@ DEFAULT = (["sequential"] + sweep("topk", "k", (2, 3, 5, 7, 10)) + sweep("margin
            + learned_sweep((5, 10, 15)) + FIELD)
 # LLaDA's confidence order at a second step count, beside the vanilla sampler's 16 steps (the paper
 # tier only: the default compares the two at 8 steps, where both run; confidence_vs_random)
-PAPER += ["schedule:score=confidence,steps=16"]
+PAPER += ["schedule:score=confidence,steps=16"] + remasking_ablation(8)
 # Issue 33's 2x2 on the shipped denoiser: the ELBO-trained policy (param=relative, frozen denoiser)
 # and the heuristics' low-pass ends that reach T=5's passes (docs/strategies.md, the learned order).
 JOINT_BASE = (["learned:T=5,policy=tasks/sudoku/weights/elbo/order_policy_T5.pt"] + sweep("eb", "gamma", (3, 5))
@@ -64,5 +64,5 @@ register_task_settings(
     seeds={"default": (0, 1, 2)},
     verdicts=Verdicts(budgets=(5, 8, 12, 16, 24), margin=0.01, reference="sequential"),
     ablations=("mi_term_greedy", "mi_term_eb", "oracle_symmetric", "oracle_directed", "learned_sample",
-               "learned_threshold", "eb_vs_topk", "confidence_vs_random"),
+               "learned_threshold", "eb_vs_topk", "confidence_vs_random") + REMASKING,
     headline=True)
