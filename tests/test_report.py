@@ -100,6 +100,24 @@ def test_speedup_table_takes_the_cheapest_run_a_paired_test_shows_non_inferior(t
     assert "is worse than sequential by more than 0.01" in claims
 
 
+def test_a_line_with_no_validation_run_is_not_chosen_by_its_test_outcome(tmp_path):
+    """With a validation split, a speed-up line run on test only (eb here) tests its run of most
+    passes, even where a cheaper run of it would pass on test: that pick would be made on test."""
+    from bench.report import write_all_tables
+    base = [1] * 300 + [0] * 300
+    outcomes = {"sequential": base, "eb:gamma=0.1": [0] * 600, "eb:gamma=1": base,
+                "topk:k=2": base, "topk:k=5": [0] * 600}
+    for folder, labels in (("results", outcomes), ("validation", ("sequential", "topk:k=2", "topk:k=5"))):
+        (tmp_path / folder).mkdir()
+        for r in RUNS[:5]:
+            if r["label"] in labels:
+                with_records(tmp_path / folder, r, outcomes[r["label"]], r["metrics"][1]["value"])
+    write_all_tables(tmp_path / "results", tmp_path / "reports")
+    by_line = {r["strategy"]: r for r in csv.DictReader((tmp_path / "reports" / "speedup_sudoku.csv").open())}
+    assert by_line["eb"]["run"] == "eb:gamma=0.1" and by_line["eb"]["non-inferior (margin 0.01)"] == "no"
+    assert by_line["topk"]["run"] == "topk:k=2"                       # chosen on validation
+
+
 def test_cost_tables_give_the_passes_users_wait_for_in_batches(tmp_path):
     """Batched steps: each batch of the recorded batch size, inputs in their recorded order, waits for
     its slowest row; a run with a long tail gains less in batched steps than in mean passes."""

@@ -99,7 +99,9 @@ class SpeedupRow:
 
 def speedup_rows(runs, lines, tolerance, reference_name=None, chosen=None):
     """Per line: the cheapest run non-inferior to the reference run (``reference_run``), else its
-    run closest to it; ``chosen`` ({line: run label}, made on validation) names the run instead."""
+    run closest to it; ``chosen`` ({line: run label}, made on validation) names the run instead.
+    A line of several runs that ``chosen`` names none of (run on test only) tests its run of most
+    passes: picking by the test's own outcome would be a choice made on test."""
     summaries = [r.summary for r in runs]
     reference_summary = reference_run(summaries, reference_name)
     if reference_summary is None:
@@ -110,6 +112,8 @@ def speedup_rows(runs, lines, tolerance, reference_name=None, chosen=None):
         if reference in line_runs:
             continue
         picked = [run for run in line_runs if chosen and run.label == chosen.get(name)]
+        if chosen is not None and not picked:
+            picked = [max(line_runs, key=lambda run: run.passes())]
         tested = [(run, *non_inferiority(run, reference, tolerance)) for run in picked or line_runs]
         passing = [t for t in tested if t[1] == "yes"]
         sign = better_sign(reference.quality.higher_is_better)
