@@ -202,6 +202,7 @@ def test_remdm_at_eta_0_masks_nothing_again_so_its_ablation_isolates_re_masking(
     assert int(runs[0.02].remasked.sum()) > 0 and int(runs[0].remasked.sum()) == 0
     assert runs[0].passes.tolist() == [16] * 6
 
+
 def test_block_is_left_out_of_names_and_identities_at_its_default():
     assert canonical(parse_strategy("topk:k=3")) == "topk:k=3,order=confidence"
     assert "block" not in strategy_params(parse_strategy("eb"))

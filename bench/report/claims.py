@@ -111,10 +111,9 @@ def speedup_rows(runs, lines, tolerance, reference_name=None, chosen=None):
     for name, line_runs in lines.items():
         if reference in line_runs:
             continue
-        picked = [run for run in line_runs if chosen and run.label == chosen.get(name)]
-        if chosen is not None and not picked:
-            picked = [max(line_runs, key=lambda run: run.passes())]
-        tested = [(run, *non_inferiority(run, reference, tolerance)) for run in picked or line_runs]
+        candidates = line_runs if chosen is None else ([run for run in line_runs if run.label == chosen.get(name)]
+                                                       or [max(line_runs, key=lambda run: run.passes())])
+        tested = [(run, *non_inferiority(run, reference, tolerance)) for run in candidates]
         passing = [t for t in tested if t[1] == "yes"]
         sign = better_sign(reference.quality.higher_is_better)
         run, verdict, diff = passing[0] if passing else max(tested, key=lambda t: sign * t[2]["diff"])
