@@ -10,7 +10,15 @@ A summary metric can be recomputed from the records when its dict carries ``per_
 
 A statistic says how its columns come from the records (``columns``), how many fields and which
 fixed arguments its recipe carries, whether it is a plug-in distance to a fixed reference
-(``distance``) and how seeds pool (``pooled``: per-input values averaged, or counts added).
+(``distance``), how seeds pool (``pooled``: per-input values averaged, counts added, or each
+input's values of every seed joined into one larger sample), and which fixed arguments are a
+reference *sample* (``samples``: one entry per reference sequence, resampled by the bootstrap).
+
+Seeds pool as the metric means: a per-input metric (accuracy, recovery, KL) averages each input's
+values over the seeds; a distance between the generated set and a reference treats each seed's
+outputs as more draws of the same sampler, so it adds counts or joins the sets, never averages
+per-input values (averaging narrows the distribution a W1 measures). A distance that asks for the
+mean is refused at registration.
 
 Every statistic takes columns with a leading replicate axis, so thousands of bootstrap
 replicates are computed at once. One procedure gives each difference of two runs both its
@@ -20,7 +28,9 @@ when the two-sided p is below 1 - level):
 - the mean of a 0/1 field: Tango's score test for a difference of paired proportions (Tango 1998,
   Stat Med 17:891) and the score interval that inverts it; at a difference of 0 the score test is
   McNemar's (asymptotic, without continuity correction);
-- any other statistic: the paired bootstrap (input indices resampled jointly for both runs), its
+- any other statistic: the paired bootstrap (input indices resampled jointly for both runs; a
+  statistic's reference sample resampled too, the same draw for both runs of a replicate, so the
+  interval holds the reference's own sampling noise), its
   interval the central order statistics of the replicates and its p the share of replicates on
   either side of the tested value, from the same replicates; a plug-in distance's replicates are
   reflected about the estimate first (the basic bootstrap, 2d - r): they are biased upwards on
@@ -29,6 +39,7 @@ when the two-sided p is below 1 - level):
 Both give one-sided p-values at any tested difference (``p_greater``, ``p_less``): a
 non-inferiority test is the one-sided test at its margin.
 """
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +49,8 @@ from scipy.stats import norm
 from bench.stats import BOOT_SEED, N_BOOT
 
 CHUNK = 100  # replicates per block where a statistic needs [replicates, inputs, K] memory
-POOLING = ("mean", "sum")   # how a statistic's seeds pool: per-input values averaged, or counts added
+POOLING = ("mean", "sum", "join")   # how seeds pool: per-input values averaged, counts added, samples joined
+REFERENCE_SEED = BOOT_SEED + 1      # the reference-sample draws of every replicate (one draw for every run)
 
 
 def float_columns(recipe, fields):
@@ -55,23 +67,32 @@ class Statistic:
     columns: object = float_columns
     fields: int = 1             # record fields its recipe names
     arguments: tuple = ()       # fixed values its recipe carries (a reference sample)
-    distance: bool = False      # a plug-in distance to a fixed reference: basic bootstrap intervals
+    distance: bool = False      # a plug-in distance to a reference sample: basic bootstrap intervals
     pooled: str = "mean"        # POOLING
+    samples: tuple = ()         # fixed arguments that are a reference sample [m, ...]: resampled per replicate
 
 
 STATISTICS = {}
 
 
-def register_statistic(name, *, distance=False, pooled="mean", fields=1, arguments=(), columns=float_columns):
+def register_statistic(name, *, distance=False, pooled="mean", fields=1, arguments=(), columns=float_columns,
+                       samples=()):
     """Decorator: ``compute`` becomes the statistic ``name`` that summary recipes may name. A name
-    another definition holds is refused in one line (bench.registry.claim)."""
+    another definition holds is refused in one line (bench.registry.claim), and so is a distance
+    whose seeds would pool by averaging per-input values, or a ``samples`` name not in ``arguments``."""
     from bench.registry import claim
     if pooled not in POOLING:
         raise ValueError(f"statistic {name}: pooled must be one of {POOLING}, got {pooled!r}")
+    if distance and pooled == "mean":
+        raise ValueError(f"statistic {name}: a distance to a reference pools seeds by 'sum' or 'join' "
+                         "(each seed's outputs are more draws of the sampler), not 'mean'")
+    if set(samples) - set(arguments):
+        raise ValueError(f"statistic {name}: samples {sorted(set(samples) - set(arguments))} are not among its "
+                         f"arguments {list(arguments)}")
 
     def add(compute):
-        claim("statistic", STATISTICS, name, Statistic(name, compute, columns, fields, arguments, distance, pooled),
-              origin=compute)
+        claim("statistic", STATISTICS, name,
+              Statistic(name, compute, columns, fields, arguments, distance, pooled, tuple(samples)), origin=compute)
         return compute
     return add
 
@@ -108,11 +129,23 @@ class PerInput:
     columns: list            # arrays with the input axis first
     higher_is_better: bool
     extra: dict              # fixed arguments of the statistic (the reference counts)
+    joined: bool = False     # columns are [n, seeds, ...]: each input's seeds joined (pooled 'join')
 
     def __call__(self, idx=None):
-        """The metric on the inputs ``idx`` ([R, n] replicates or None for all)."""
+        """The metric on the inputs ``idx`` ([R, n] replicates or None for all). Joined seeds (columns
+        [n, seeds, ...]) are one sample of n x seeds; where ``idx`` is a block of ``Replicates``,
+        each replicate also draws its own resample of the statistic's reference sample."""
+        registered = STATISTICS[self.statistic]
         cols = self.columns if idx is None else [c[idx] for c in self.columns]
-        return STATISTICS[self.statistic].compute(*cols, **self.extra)
+        if self.joined:
+            lead = 0 if idx is None else 1
+            cols = [c.reshape(c.shape[:lead] + (-1,) + c.shape[lead + 2:]) for c in cols]
+        extra = dict(self.extra)
+        rows = getattr(idx, "rows", None)
+        for name in registered.samples if rows is not None else ():
+            sample = np.asarray(extra[name])
+            extra[name] = sample[reference_draws(len(sample), rows)]
+        return registered.compute(*cols, **extra)
 
     @property
     def distance(self):
@@ -138,14 +171,45 @@ def per_input(metric, records):
     return PerInput(metric["name"], recipe["statistic"], columns, metric["higher_is_better"], extra)
 
 
+class Replicates(np.ndarray):
+    """[R, n] input indices of bootstrap replicates that know their replicate numbers (``rows``), so
+    that a statistic with a reference sample draws replicate r's reference resample whichever block
+    of replicates it is handed: two runs called on the same block get the same reference draw."""
+
+    def __new__(cls, indices, rows=None):
+        out = np.asarray(indices).view(cls)
+        out.rows = np.arange(len(indices)) if rows is None else np.asarray(rows)
+        return out
+
+    def __array_finalize__(self, obj):
+        self.rows = getattr(obj, "rows", None)
+
+    def block(self, start, stop):
+        """Replicates ``start`` to ``stop`` with their numbers."""
+        return Replicates(np.asarray(self)[start:stop], self.rows[start:stop])
+
+
+def reference_draws(m, rows, seed=REFERENCE_SEED):
+    """[len(rows), m] indices into a reference sample of ``m``: replicate r's resample, the same for
+    every run and every block (rows of one seeded draw of at least N_BOOT replicates)."""
+    return all_reference_draws(m, max(N_BOOT, int(np.max(rows)) + 1), seed)[rows]
+
+
+@functools.lru_cache(maxsize=8)
+def all_reference_draws(m, count, seed):
+    return np.random.default_rng(seed).integers(0, m, size=(count, m))
+
+
 def replicate_indices(n, n_boot=N_BOOT, seed=BOOT_SEED):
-    """[n_boot, n] input indices drawn with replacement (one joint draw for every run)."""
-    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    """[n_boot, n] input indices drawn with replacement (one joint draw for every run), as Replicates."""
+    return Replicates(np.random.default_rng(seed).integers(0, n, size=(n_boot, n)))
 
 
 def chunked(fn, idx):
     """``fn(idx_block)`` over blocks of replicates, concatenated (bounded memory)."""
-    return np.concatenate([np.atleast_1d(fn(idx[s:s + CHUNK])) for s in range(0, len(idx), CHUNK)])
+    def block(s):
+        return idx.block(s, s + CHUNK) if isinstance(idx, Replicates) else idx[s:s + CHUNK]
+    return np.concatenate([np.atleast_1d(fn(block(s))) for s in range(0, len(idx), CHUNK)])
 
 
 def discordant(a, b):

@@ -128,6 +128,7 @@ class TaskSettings:
     calibration: BudgetCalibration | None = None   # the budget table's calibrated runs (None: interpolated)
     seeds: dict = field(default_factory=dict)    # tier -> the seeds it runs here (absent: the preset's)
     external_model: bool = False                 # its model was trained elsewhere (bench.report.transfer)
+    second_reference: object = None              # summary -> its headline metric against a second reference, or None
 
 
 def sweep(name, key, values, extra=""):
@@ -175,7 +176,7 @@ def order_is_drawn(strategy, params):
 
 def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations=(), headline=False,
                            figure_references=(), order_bounds=None, validation=None, order_lower=None,
-                           calibration=None, seeds=None, external_model=False):
+                           calibration=None, seeds=None, external_model=False, second_reference=None):
     """Declare task ``task``'s preset specs (tier -> specs), limits (tier -> inputs), verdict
     settings and the keys of the ablations that apply to it; checked in one line each.
 
@@ -191,7 +192,10 @@ def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations
     calibrated to each budget instead of interpolated sweeps. ``seeds`` (tier -> seeds): where a
     task runs other seeds than the preset's (a run that draws nothing runs the first only).
     ``external_model``: the task's model was trained by others, not by this project; `bench report`
-    asks whether the orderings of the other tasks hold on it (bench.report.transfer)."""
+    asks whether the orderings of the other tasks hold on it (bench.report.transfer).
+    ``second_reference`` (a function of a result summary, returning its headline metric dict with a
+    per-input recipe measured against a second reference sample disjoint from the first, or None where
+    it does not apply): every claim is tested against both references and shown only where both agree."""
     unknown = sorted((set(specs) | set(limits or {}) | set(seeds or {})) - set(TIERS))
     if unknown:
         raise BenchError(f"task {task!r} declares specs for unknown preset tiers {', '.join(unknown)}; "
@@ -203,7 +207,8 @@ def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations
                          f"give validation= and verdicts= too")
     settings = TaskSettings(task, dict(specs), dict(limits or {}), verdicts, tuple(ablations), headline,
                             tuple(figure_references), dict(order_bounds or {}), validation, dict(order_lower or {}),
-                            calibration, {tier: tuple(s) for tier, s in (seeds or {}).items()}, external_model)
+                            calibration, {tier: tuple(s) for tier, s in (seeds or {}).items()}, external_model,
+                            second_reference)
     return claim("task settings", TASK_SETTINGS, task, settings, origin=caller_module())
 
 

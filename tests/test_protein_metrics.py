@@ -50,15 +50,18 @@ def test_fasta_without_headers_is_one_error(tmp_path):
 
 
 def test_split_keeps_reference_clusters_out_of_training():
-    from tasks.protein.split import REFERENCE_A, REFERENCE_B, make_split, read_clusters
+    from tasks.protein.split import REFERENCE_A, REFERENCE_B, REFERENCE_C, make_split, read_clusters
     split = make_split()
     cluster_of = {m: rep for rep, members in read_clusters().items() for m in members}
     train_clusters = {cluster_of[a] for a, _ in split.train}
-    for pairs in (split.reference_a, split.reference_b, split.validation):
+    for pairs in (split.reference_a, split.reference_b, split.reference_c, split.validation):
         assert not {cluster_of[a] for a, _ in pairs} & train_clusters
-    assert not {a for a, _ in split.reference_a} & {a for a, _ in split.reference_b}
+    references = [{cluster_of[a] for a, _ in pairs} for pairs in (split.reference_a, split.reference_b,
+                                                                  split.reference_c)]
+    assert all(len(r) == 500 for r in references) and len(set.union(*references)) == 1500   # disjoint clusters
     assert read_fasta(REFERENCE_A).names == [a for a, _ in split.reference_a]  # committed = regenerated
     assert read_fasta(REFERENCE_B).sequences == [s for _, s in split.reference_b]
+    assert read_fasta(REFERENCE_C).names == [a for a, _ in split.reference_c]
 
 
 def test_kmer_matrix_holds_each_sequences_distinct_kmers_and_nothing_across_sequences():

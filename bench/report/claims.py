@@ -53,6 +53,7 @@ class TaskVerdicts:
     reference_run: object = None               # the reference ScoredRun, None where there is none
     choices: object = None                     # the Choices made on validation, None: made on these inputs
     lower_tested: int = 0                      # claims tested at a bounded run's lower end too (``both_ends``)
+    second_tested: int = 0                     # claims tested against the task's second reference too
     at_budget: dict | None = None              # calibrated table: {budget: {line: run label}}; None: interpolated
     retrained: dict = field(default_factory=dict)   # {idea: [(folder, pairs, at_budgets)]} (bench.report.retrained)
 
@@ -216,6 +217,9 @@ def task_verdicts(group, task, root, choices=None, retrained=None):
     v = verdicts_of(scored, task, choices)
     if any(run.lower is not None for run in scored[0]):
         v.lower_tested = both_ends(v, verdicts_of(at_lower_end(scored), task, same_choices(v)))
+    if scored[0] and all(run.second is not None for run in scored[0]):
+        v.second_tested = both_ends(v, verdicts_of(at_second_reference(scored), task, same_choices(v)),
+                                    "second_reference")
     if retrained:
         runs, _, config, idx, _, _ = scored
         extra = [r for r in load_runs(*retrained)[0] if len(r.passes.columns[0]) == v.n_inputs]
@@ -253,8 +257,19 @@ def verdicts_of(scored, task, choices=None):
 
 def at_lower_end(scored):
     """``scored`` with each bounded run's headline at its lower end (same runs, lines and replicates)."""
+    return swapped_quality(scored, lambda r: replace(r, quality=r.lower) if r.lower is not None else r)
+
+
+def at_second_reference(scored):
+    """``scored`` with every run's headline measured against the task's second reference sample (same
+    runs, lines and input replicates): a claim is shown only where both references agree."""
+    return swapped_quality(scored, lambda r: replace(r, quality=r.second, lower=None, second=None))
+
+
+def swapped_quality(scored, swap):
+    """``scored`` with each run replaced by ``swap(run)``, its lines remade on the same replicates."""
     runs, left_out, config, idx, lines, _ = scored
-    swapped = {id(r): replace(r, quality=r.lower) if r.lower is not None else r for r in runs}
+    swapped = {id(r): swap(r) for r in runs}
     lines = {name: [swapped[id(r)] for r in line] for name, line in lines.items()}
     return ([swapped[id(r)] for r in runs], left_out, config, idx, lines,
             [make_line(name, line, idx) for name, line in lines.items()])
@@ -267,12 +282,12 @@ def same_choices(v):
                    at_budget=v.at_budget)
 
 
-def both_ends(v, low):
-    """Merge ``low`` (the same claims with bounded runs at their lower end) into ``v``: a test that
-    moves gets ``lower_end`` (its difference, CI and p there) and, as ``p``, the larger of the two
-    p-values (1 where a two-sided difference changes sign), so that it is shown only where the
-    bound and the lower end agree; a speed-up verdict the two ends disagree on is 'not shown'.
-    Returns how many tests moved."""
+def both_ends(v, low, key="lower_end"):
+    """Merge ``low`` (the same claims with bounded runs at their lower end, or measured against a
+    second reference: ``key``) into ``v``: a test that moves gets ``key`` (its difference, CI and p
+    there) and, as ``p``, the larger of the two p-values (1 where a two-sided difference changes
+    sign), so that it is shown only where both agree; a speed-up verdict the two disagree on is
+    'not shown'. Returns how many tests moved."""
     pairs = [(a.test, b.test) for a, b in zip(sorted(v.leads, key=lambda x: x.budget),
                                               sorted(low.leads, key=lambda x: x.budget))]
     rows = {row.line: row for row in low.speedup}
@@ -282,4 +297,4 @@ def both_ends(v, low):
             row.verdict = "not shown"
     for (_, pairs_a, budgets_a), (_, pairs_b, budgets_b) in zip(v.ablations, low.ablations):
         pairs += list(zip(budgets_a, budgets_b)) + [(a["quality"], b["quality"]) for a, b in zip(pairs_a, pairs_b)]
-    return sum(merge_ends(test, lower) for test, lower in pairs)
+    return sum(merge_ends(test, lower, key) for test, lower in pairs)

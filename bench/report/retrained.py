@@ -62,13 +62,14 @@ def at_lower(runs):
     return [replace(r, quality=r.lower) if r.lower is not None else r for r in runs]
 
 
-def merge_ends(test, lower):
-    """Give ``test`` (at the bounds) its ``lower_end`` and the larger p of the two (1 on opposite
-    signs of a two-sided difference), as bench.report.claims.both_ends does; True if it moved."""
+def merge_ends(test, lower, key="lower_end"):
+    """Give ``test`` (at the bounds) its ``lower_end`` (or another ``key``: the same test on a second
+    reference sample) and the larger p of the two (1 on opposite signs of a two-sided difference), as
+    bench.report.claims.both_ends does; True if it moved."""
     if np.array_equal([test["diff"], test["p"]], [lower["diff"], lower["p"]], equal_nan=True):
         return False
     agree = "one-sided" in test["test"] or np.sign(test["diff"]) == np.sign(lower["diff"])
-    test["lower_end"] = {k: lower[k] for k in ("diff", "ci_low", "ci_high", "p")}
+    test[key] = {k: lower[k] for k in ("diff", "ci_low", "ci_high", "p")}
     test["p"] = max(test["p"], lower["p"]) if agree else 1.0
     return True
 

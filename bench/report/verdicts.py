@@ -37,12 +37,14 @@ MAX_OUTSIDE = 0.05  # a lead whose budget lies outside a resampled line's range 
 @dataclass
 class ScoredRun:
     """A result with its headline and passes recomputable per input, and its Cost; ``lower``: for a
-    run whose headline is only a bound (it draws its order: ``lower_end``), the headline's other end."""
+    run whose headline is only a bound (it draws its order: ``lower_end``), the headline's other end;
+    ``second``: the headline measured against the task's second reference sample (``second_reference``)."""
     summary: dict
     quality: PerInput
     passes: PerInput
     cost: Cost | None = None
     lower: PerInput | None = None
+    second: PerInput | None = None   # the headline against the task's second reference sample, if it has one
     label: str = field(init=False)
 
     def __post_init__(self):
@@ -71,7 +73,8 @@ def load_runs(results, root):
                             "per_input": {"statistic": "mean", "fields": ["passes"]}}, records)
         if quality is not None:
             cost = run_cost([r["passes"] for r in records], result["config"].get("batch_size"))
-            scored = ScoredRun(result, quality, passes, cost, lower_end(result, records, quality))
+            scored = ScoredRun(result, quality, passes, cost, lower_end(result, records, quality),
+                               second_headline(result, records))
             runs.append((tuple(r["index"] for r in records), scored))
     if not runs:
         return [], len(results)
@@ -79,6 +82,14 @@ def load_runs(results, root):
     common = max(set(keys), key=keys.count)
     kept = [run for key, run in runs if key == common]
     return merge_seeds(kept), len(results) - len(kept)
+
+
+def second_headline(result, records):
+    """The PerInput of a run's headline against its task's second reference sample (``second_reference``
+    in its settings), or None where the task has none or it does not apply to this run's data."""
+    settings = task_settings(result["task"])
+    metric = settings.second_reference(result) if settings is not None and settings.second_reference else None
+    return per_input(metric, records) if metric is not None else None
 
 
 def lower_end(result, records, quality):
@@ -102,33 +113,76 @@ def merge_seeds(runs):
     """One ScoredRun per strategy spec, its seeds pooled input by input: a resampled input index brings
     every seed's record of that index (seeds nested in inputs). Pairing across strategies holds input
     by input even where they ran different seeds (a sampled sweep's runs may have three, a
-    deterministic rule one): each side's per-input value is its own seeds' mean."""
+    deterministic rule one): a per-input metric takes each side's mean over its own seeds; a distance
+    to a reference (whose plug-in value depends on how many samples it sees) pools only the seeds
+    every run that depends on its seed has (``matched_seeds``), so that compared sets are equally large."""
     by_spec = {}
     for run in runs:
         by_spec.setdefault(run.summary["config"]["strategy_spec"], []).append(run)
-    return [pool_seeds(group) for group in by_spec.values()]
+    matched = matched_seeds(by_spec.values())
+    return [pool_seeds(group, matched) for group in by_spec.values()]
 
 
-def pool_seeds(group):
-    """A ScoredRun whose per-input columns hold the seeds' records together: per-input values averaged over
-    the seeds (means, mean differences, per-sequence values), counts added (ratios, pooled JSDs)."""
-    if len(group) == 1:
-        return group[0]
+def depends_on_seed(summary):
+    """Whether a run's outputs change with its seed: it samples values (temperature > 0) or draws its order."""
+    config = summary["config"]
+    return (float(config.get("temperature") or 0.0) > 0
+            or order_is_drawn(summary.get("strategy"), config.get("strategy_params", {})))
 
-    def combine(parts):
-        columns = [sum(p.columns[k] for p in parts) for k in range(len(parts[0].columns))]
-        if STATISTICS[parts[0].statistic].pooled == "mean":   # per-input values averaged, counts added
-            columns = [c / len(parts) for c in columns]
-        return PerInput(parts[0].name, parts[0].statistic, columns, parts[0].higher_is_better, parts[0].extra)
+
+def matched_seeds(groups):
+    """The seeds every seed-dependent spec of ``groups`` ran (sorted tuple), or None where no spec's headline
+    is a distance, none depends on its seed, or they share none (then each pools all its own)."""
+    sets = [{r.summary["config"]["seed"] for r in group} for group in groups
+            if group[0].quality.distance and depends_on_seed(group[0].summary)]
+    common = set.intersection(*sets) if sets else set()
+    return tuple(sorted(common)) or None
+
+
+def combine_seeds(parts):
+    """One PerInput of the seeds' PerInputs ``parts``, pooled as its statistic declares: per-input values
+    averaged ('mean'), counts added ('sum'), or each input's values of every seed joined ('join')."""
+    first, pooled = parts[0], STATISTICS[parts[0].statistic].pooled
+    if len(parts) == 1:
+        return first
+    if pooled == "join":
+        columns = [np.stack([p.columns[k] for p in parts], 1) for k in range(len(first.columns))]
+        return PerInput(first.name, first.statistic, columns, first.higher_is_better, first.extra, joined=True)
+    columns = [sum(p.columns[k] for p in parts) for k in range(len(first.columns))]
+    if pooled == "mean":
+        columns = [c / len(parts) for c in columns]
+    return PerInput(first.name, first.statistic, columns, first.higher_is_better, first.extra)
+
+
+def seeds_for(group, metric, matched):
+    """The runs of ``group`` whose ``metric`` (a PerInput name: 'quality', 'lower', 'second') pools: all,
+    except that a distance of a seed-dependent run pools only the ``matched`` seeds."""
+    first = getattr(group[0], metric)
+    if matched is None or first is None or not first.distance or not depends_on_seed(group[0].summary):
+        return group
+    return [r for r in group if r.summary["config"]["seed"] in matched] or group
+
+
+def pool_seeds(group, matched=None):
+    """A ScoredRun whose per-input columns hold the seeds' records together (``combine_seeds``); a
+    distance pools the ``matched`` seeds only (``seeds_for``), recorded as ``matched_seeds``."""
     group = sorted(group, key=lambda r: r.summary["config"]["seed"])
     seeds = [r.summary["config"]["seed"] for r in group]
+    quality_runs = seeds_for(group, "quality", matched)
+    if len(group) == 1:
+        return group[0]
     summary = dict(group[0].summary, pooled_seeds=seeds, seed_values=[float(r.quality()) for r in group])
+    if len(quality_runs) < len(group):
+        summary["matched_seeds"] = [r.summary["config"]["seed"] for r in quality_runs]
     costs = [r.cost for r in group if r.cost is not None]
-    lowers = [r.lower for r in group]
-    lower = (None if any(x is None for x in lowers) else combine(lowers)
-             if len({x.statistic for x in lowers}) == 1 else combine([floor_of(x) for x in lowers]))
-    return ScoredRun(summary, combine([r.quality for r in group]), combine([r.passes for r in group]),
-                     pooled_cost(costs) if len(costs) == len(group) else None, lower)
+    lowers = [r.lower for r in seeds_for(group, "lower", matched)]
+    lower = (None if any(x is None for x in lowers) else combine_seeds(lowers)
+             if len({x.statistic for x in lowers}) == 1 else combine_seeds([floor_of(x) for x in lowers]))
+    seconds = [r.second for r in seeds_for(group, "second", matched)]
+    second = None if any(x is None for x in seconds) else combine_seeds(seconds)
+    quality = combine_seeds([r.quality for r in quality_runs])
+    return ScoredRun(summary, quality, combine_seeds([r.passes for r in group]),
+                     pooled_cost(costs) if len(costs) == len(group) else None, lower, second)
 
 
 def floor_of(lower):

@@ -14,6 +14,7 @@ from pathlib import Path
 from bench.settings import BudgetCalibration, Knob, Validation, Verdicts, register_task_settings, sweep
 from strategies.learned.presets import learned_sweep
 from strategies.schedules.presets import REMASKING, field_quick, field_sweep, remasking_ablation
+from tasks.protein.references import second_reference
 
 MI_GAMMAS = (6, 12, 24)
 # The field's samplers (strategies/schedules): DUS in blocks of 16 residues (4 rounds).
@@ -71,5 +72,7 @@ register_task_settings(
     # 24 passes dropped 2026-12-02 (its 5 calibrated runs, 3.2 minutes, for the antibody task's helpers within
     # the default's 60 minutes; none of its leads was confirmed on test); calibration.json keeps them
     verdicts=Verdicts(budgets=(8, 12, 16), margin=0.003, reference="sequential"), validation=VALIDATION,
+    # every claim on test is also tested against reference C and shown only where both references agree
+    second_reference=second_reference,
     calibration=CALIBRATION, ablations=("mi_term_greedy", "mi_term_eb", "learned_sample", "learned_threshold",
                                         "eb_vs_topk", "confidence_vs_random") + REMASKING)

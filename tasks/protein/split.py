@@ -1,10 +1,13 @@
 """Split the Swiss-Prot 50-100 set by 50%-identity cluster (the UniRef50 recipe).
 
-A quarter of the clusters is held out. Their representatives give two disjoint reference
+A quarter of the clusters is held out. Their representatives give three disjoint reference
 samples of 500 (A: the reference every run is scored against; B: a second sample whose
-distance to A is the floor that sampling noise alone gives); the other held-out clusters are
-the validation set. Training uses every member of the remaining clusters, so no reference has
-a relative of >= 50% identity in training.
+distance to A is the floor that sampling noise alone gives, and the validation split's
+reference; C: the confirming reference every shown test claim must also hold against); the
+held-out clusters after A and B are the validation set (C's 500 representatives are among them;
+the validation set trains nothing: the denoiser's validation loss and the MI estimator's held-out
+check read it). Training uses every member of the remaining clusters, so no reference has a
+relative of >= 50% identity in training.
 """
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +22,7 @@ SOURCE_FASTA = DATA_DIR / "swissprot_50_100.fasta"
 CLUSTERS = DATA_DIR / "clusters_id50.tsv"
 REFERENCE_A = DATA_DIR / "reference_a.fasta"
 REFERENCE_B = DATA_DIR / "reference_b.fasta"
+REFERENCE_C = DATA_DIR / "reference_c.fasta"
 SPLIT_SEED, HELDOUT_SHARE, REFERENCE_SIZE = 0, 0.25, 500
 CLUSTERS_LIMIT = 64 * MiB   # the cluster table: the shipped one (21,142 sequences) is 391 KB
 
@@ -29,6 +33,7 @@ class Split:
     validation: list     # members of held-out clusters not used as references
     reference_a: list    # 500 held-out representatives
     reference_b: list    # 500 other held-out representatives
+    reference_c: list    # 500 more held-out representatives (the confirming test reference)
 
 
 def read_clusters(path=CLUSTERS):
@@ -62,5 +67,6 @@ def make_split(seed=SPLIT_SEED):
 
     return Split(train=member_pairs(kept), validation=member_pairs(held[2 * REFERENCE_SIZE:]),
                  reference_a=representative_pairs(held[:REFERENCE_SIZE]),
-                 reference_b=representative_pairs(held[REFERENCE_SIZE:2 * REFERENCE_SIZE]))
+                 reference_b=representative_pairs(held[REFERENCE_SIZE:2 * REFERENCE_SIZE]),
+                 reference_c=representative_pairs(held[2 * REFERENCE_SIZE:3 * REFERENCE_SIZE]))
 

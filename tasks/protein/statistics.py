@@ -8,9 +8,13 @@ so that `bench compare`, `bench report` and the claims recompute its metrics fro
   against a fixed ``reference`` composition; the statistic is the Wasserstein-1 distance between
   the distribution of those values and the reference strings' own (``reference_values``, fixed).
 
-Both are plug-in distances to a reference (basic bootstrap intervals). Seeds pool by adding
-k-mer counts (``pooled_jsd``) and by averaging per-sequence values (``window_jsd_w1``). This
-module imports no model code: the report and the gate load it alone.
+Both are plug-in distances to a reference (basic bootstrap intervals). Seeds pool as more draws of
+the same sampler: by adding k-mer counts (``pooled_jsd``) and by joining the per-sequence values
+of every seed into one sample (``window_jsd_w1``; averaging them over seeds would narrow the
+distribution the W1 measures). ``window_jsd_w1``'s reference values are a sample the paired
+bootstrap resamples with the inputs (``samples``); the reference composition each value is
+measured against stays fixed (pooled over some 37,000 residues, its sampling noise is far below
+the values'). This module imports no model code: the report and the gate load it alone.
 """
 from itertools import product
 
@@ -42,7 +46,8 @@ def quantiles(values, grid=W1_GRID):
 
 def stat_w1(values, reference_values):
     """Wasserstein-1 distance between the empirical distribution of ``values`` [..., n] and that of
-    fixed ``reference_values`` [m]: the mean absolute gap of their quantile functions."""
+    ``reference_values`` ([m], or [..., m] resampled per replicate): the mean absolute gap of their
+    quantile functions."""
     return np.abs(quantiles(values) - quantiles(np.asarray(reference_values, float))).mean(-1)
 
 
@@ -91,5 +96,5 @@ def stat_pooled_jsd(counts, reference):
     return jsd_bits(counts.sum(-2), np.asarray(reference, float))
 
 
-register_statistic("window_jsd_w1", distance=True, pooled="mean",
+register_statistic("window_jsd_w1", distance=True, pooled="join", samples=("reference_values",),
                    arguments=("alphabet", "window", "reference", "reference_values"), columns=window_columns)(stat_w1)
