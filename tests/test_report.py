@@ -2,6 +2,7 @@
 import csv
 import json
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -229,3 +230,17 @@ def test_a_task_without_settings_has_no_declared_reference():
         def __init__(self, p):
             self.passes = lambda: p
     assert default_verdicts([Run(4.0), Run(50.0)]).reference is None
+
+
+def test_a_folder_of_one_tasks_runs_draws_only_that_tasks_learned_curves(tmp_path):
+    # issue 49: `bench report --results X` on one task's runs drew every shipped task's curves
+    import shutil
+
+    from strategies.learned.figures import report_learned
+    (tmp_path / "results" / "sudoku").mkdir(parents=True)
+    for path in sorted(Path("results/sudoku").glob("learned_T_5_*-seed0-*"))[:2]:
+        shutil.copy(path, tmp_path / "results" / "sudoku")
+    table = report_learned(tmp_path / "results", tmp_path, figures=False)[-1].read_text()
+    labels = {line.split(" | ")[0].strip("| ") for line in table.splitlines()[4:] if line.startswith("|")}
+    assert labels and all(label.startswith("sudoku") for label in labels), labels
+    assert report_learned(tmp_path / "empty", tmp_path, figures=False) == []

@@ -14,6 +14,7 @@ from matplotlib.ticker import MaxNLocator
 
 from bench.registry import register_report
 from bench.report.canvas import PALETTE, legend_columns, save_figure, variant_style
+from bench.results import scan_results
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 HELD_OUT = re.compile(r"train\.order step (?P<step>\d+) held-out (?P<stats>.*)$")
@@ -39,12 +40,15 @@ def parse_log(path):
     return config, evals
 
 
-def training_logs(tasks_dir=TASKS_DIR):
+def training_logs(tasks_dir=TASKS_DIR, packages=None):
     """{label: [(T, config, evals, log name)]} of every order-training log of the current format (its
-    held-out lines carry ``reward_sample``): shipped policies and kept attempts (``attempts/``)."""
+    held-out lines carry ``reward_sample``): shipped policies and kept attempts (``attempts/``); only
+    those of the task ``packages`` (folder names under ``tasks_dir``) where given."""
     found = {}
     for path in sorted(tasks_dir.glob("*/weights/**/order_policy_T*.log")) + sorted(
             tasks_dir.glob("*/weights/**/attempts/*.log")):
+        if packages is not None and path.relative_to(tasks_dir).parts[0] not in packages:
+            continue
         config, evals = parse_log(path)
         if config is None or not evals or "passes_sample" not in evals[0]:
             continue
@@ -93,10 +97,24 @@ def curve_table(found):
     return "\n".join(lines) + "\n"
 
 
+def policy_packages(results_dir, tasks_dir=TASKS_DIR):
+    """Task packages (folder names under ``tasks_dir``) holding an order policy that a learned run under
+    ``results_dir`` used, matched by the policy's file id (``helper_ids``)."""
+    from bench.checkpoints import file_id  # imports torch: only when a learned run is there to match
+    used = {(r["config"].get("helper_ids") or {}).get("order_policy") for r in scan_results(results_dir)[0]
+            if r.get("strategy") == "learned"} - {None}
+    if not used:
+        return set()
+    return {path.relative_to(tasks_dir).parts[0] for path in tasks_dir.glob("*/weights/**/order_policy_T*.pt")
+            if file_id(path) in used}
+
+
 @register_report("learned")
 def report_learned(results_dir, out_dir, figures=True):
-    """reports/learned_training.md and, with ``figures``, learned_curves_<task>.png/pdf."""
-    found = training_logs()
+    """reports/learned_training.md and, with ``figures``, learned_curves_<task>.png/pdf, of the task
+    packages whose policies the learned runs under ``results_dir`` used (a folder of one task's runs
+    draws that task's curves only)."""
+    found = training_logs(packages=policy_packages(results_dir))
     if not found:
         return []
     paths = []
