@@ -113,6 +113,16 @@ class BudgetCalibration:
 
 
 @dataclass(frozen=True)
+class SecondReference:
+    """A task's second reference sample (``register_task_settings(second_reference=...)``): ``metric``
+    maps a result summary to its headline metric dict measured against the second sample (None where it
+    does not apply to that run); ``first`` and ``second`` name the two samples in the claims."""
+    first: str
+    second: str
+    metric: object
+
+
+@dataclass(frozen=True)
 class TaskSettings:
     """One task's declaration: specs per tier, input limits per tier, verdict settings."""
     task: str
@@ -128,7 +138,7 @@ class TaskSettings:
     calibration: BudgetCalibration | None = None   # the budget table's calibrated runs (None: interpolated)
     seeds: dict = field(default_factory=dict)    # tier -> the seeds it runs here (absent: the preset's)
     external_model: bool = False                 # its model was trained elsewhere (bench.report.transfer)
-    second_reference: object = None              # summary -> its headline metric against a second reference, or None
+    second_reference: SecondReference | None = None   # every claim also tested against a second reference
 
 
 def sweep(name, key, values, extra=""):
@@ -193,9 +203,9 @@ def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations
     task runs other seeds than the preset's (a run that draws nothing runs the first only).
     ``external_model``: the task's model was trained by others, not by this project; `bench report`
     asks whether the orderings of the other tasks hold on it (bench.report.transfer).
-    ``second_reference`` (a function of a result summary, returning its headline metric dict with a
-    per-input recipe measured against a second reference sample disjoint from the first, or None where
-    it does not apply): every claim is tested against both references and shown only where both agree."""
+    ``second_reference`` (a SecondReference: the headline measured against a second reference sample,
+    disjoint from the first): every claim is tested against both references and shown only where both
+    agree."""
     unknown = sorted((set(specs) | set(limits or {}) | set(seeds or {})) - set(TIERS))
     if unknown:
         raise BenchError(f"task {task!r} declares specs for unknown preset tiers {', '.join(unknown)}; "

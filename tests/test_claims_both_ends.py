@@ -38,3 +38,10 @@ def test_a_speed_up_the_ends_disagree_on_is_not_shown_and_one_sided_ps_take_the_
     assert both_ends(v, low) == 2
     assert row.verdict == "not shown" and row.diff["p"] == 0.2        # one-sided: no sign rule, the larger p
     assert pair_up["quality"]["p"] == 0.04 and v.ablations[0][2][0]["p"] == 0.01
+
+
+def test_a_claim_the_second_reference_disagrees_with_counts_p_one_under_its_own_key():
+    shown_on_a = difference(-0.006, 0.001)
+    v = verdicts([lead(12, shown_on_a)])
+    assert both_ends(v, verdicts([lead(12, difference(0.001, 0.6))]), "second_reference") == 1
+    assert shown_on_a["p"] == 1.0 and shown_on_a["second_reference"]["diff"] == 0.001 and "lower_end" not in shown_on_a

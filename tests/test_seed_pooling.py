@@ -82,3 +82,18 @@ def test_both_runs_of_a_replicate_see_the_same_reference_resample():
     assert np.array_equal(whole, in_blocks)           # replicate r's reference draw whatever the block
     fixed = run.quality(np.asarray(idx))              # plain indices: the reference held fixed
     assert not np.allclose(whole, fixed)
+
+
+def test_protein_runs_on_reference_a_carry_their_headline_against_reference_c():
+    import json
+    from pathlib import Path
+
+    from bench.report.verdicts import load_runs
+    folder = Path("results/protein")
+    summaries = [json.loads(p.read_text()) for p in sorted(folder.glob("remdm_sigma_cap_eta_0.0_steps_12-seed*.json"))]
+    runs, _ = load_runs(summaries, folder)
+    (run,) = runs
+    assert run.summary["pooled_seeds"] == [0, 1, 2] and run.quality.joined and run.second.joined
+    on_c = run.second.extra["reference_values"]
+    assert len(on_c) == 500 and not np.allclose(on_c, run.quality.extra["reference_values"])
+    assert run.second() != pytest.approx(run.quality())

@@ -12,6 +12,7 @@ from bench.multiplicity import ALPHA
 from bench.paired import better_sign
 from bench.report.sweeps import metric_of
 from bench.report.verdicts import MAX_OUTSIDE, TOLERANCE
+from bench.settings import task_settings
 
 
 def metric_names(results):
@@ -120,10 +121,12 @@ def p_pair(test, name=None):
 
 def lower_text(test):
     """'; at the drawn orders' lower end: -0.2 [-0.4, 0.1], p 0.3' for a claim on a run whose headline
-    is only a bound (bench.report.claims.both_ends: the p counted is the larger), else ''."""
+    is only a bound, and '; on the second reference ...' for a claim also tested against a task's second
+    reference sample (bench.report.claims.both_ends: the p counted is the larger), else ''."""
     rule = "the larger p" if "one-sided" in test["test"] else "the larger p, 1 on opposite signs"
     out = ""
-    for key, where in (("lower_end", "at the drawn orders' lower end"), ("second_reference", "against reference C")):
+    ends = (("lower_end", "at the drawn orders' lower end"), ("second_reference", "on the second reference"))
+    for key, where in ends:
         end = test.get(key)
         if end is not None:
             out += (f"; {where} {ci_text(end['diff'], end['ci_low'], end['ci_high'], signed=True)}, "
@@ -458,13 +461,15 @@ def pooling_text(v):
 
 def references_paragraph(v):
     """What a claim on a task with a second reference sample must survive, or []."""
-    if not v.second_tested and not all(run.second is not None for run in v.runs):
+    settings = task_settings(v.task)
+    second = settings.second_reference if settings is not None else None
+    if second is None or not all(run.second is not None for run in v.runs):
         return []
-    return [f"{v.headline} is measured against a reference sample of natural sequences; its intervals and "
-            f"p-values resample that sample too (jointly with the inputs). Every claim is tested again against a "
-            f"second, disjoint reference (reference C) and counts the larger p (1 where the two differences have "
-            f"opposite signs): {v.second_tested} tests below moved, and a claim is shown only where both "
-            f"references agree.", ""]
+    return [f"{v.headline} is measured against a reference sample, {second.first}; its intervals and p-values "
+            f"resample that sample too (jointly with the inputs). Every claim is tested again against a second, "
+            f"disjoint sample, {second.second}, and counts the larger p (1 where the two differences have opposite "
+            f"signs): {v.second_tested} tests below moved, and a claim is shown only where both references agree "
+            f"(the second's numbers follow 'on the second reference').", ""]
 
 
 def claims_markdown(v):

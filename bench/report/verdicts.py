@@ -88,7 +88,8 @@ def second_headline(result, records):
     """The PerInput of a run's headline against its task's second reference sample (``second_reference``
     in its settings), or None where the task has none or it does not apply to this run's data."""
     settings = task_settings(result["task"])
-    metric = settings.second_reference(result) if settings is not None and settings.second_reference else None
+    second = settings.second_reference if settings is not None else None
+    metric = second.metric(result) if second is not None else None
     return per_input(metric, records) if metric is not None else None
 
 

@@ -11,7 +11,15 @@ on 2 CPU cores), so no tier runs it here; README shows how it is run on the firs
 """
 from pathlib import Path
 
-from bench.settings import BudgetCalibration, Knob, Validation, Verdicts, register_task_settings, sweep
+from bench.settings import (
+    BudgetCalibration,
+    Knob,
+    SecondReference,
+    Validation,
+    Verdicts,
+    register_task_settings,
+    sweep,
+)
 from strategies.learned.presets import learned_sweep
 from strategies.schedules.presets import REMASKING, field_quick, field_sweep, remasking_ablation
 from tasks.protein.references import second_reference
@@ -73,6 +81,7 @@ register_task_settings(
     # the default's 60 minutes; none of its leads was confirmed on test); calibration.json keeps them
     verdicts=Verdicts(budgets=(8, 12, 16), margin=0.003, reference="sequential"), validation=VALIDATION,
     # every claim on test is also tested against reference C and shown only where both references agree
-    second_reference=second_reference,
+    second_reference=SecondReference("reference A (tasks/protein/data/reference_a.fasta)",
+                                     "reference C (tasks/protein/data/reference_c.fasta)", second_reference),
     calibration=CALIBRATION, ablations=("mi_term_greedy", "mi_term_eb", "learned_sample", "learned_threshold",
                                         "eb_vs_topk", "confidence_vs_random") + REMASKING)
