@@ -12,6 +12,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 
+from bench.files import HELPER_LIMIT, sha256_of
 from bench.registry import register_report
 from bench.report.canvas import PALETTE, legend_columns, save_figure, variant_style
 from bench.results import scan_results
@@ -100,13 +101,12 @@ def curve_table(found):
 def policy_packages(results_dir, tasks_dir=TASKS_DIR):
     """Task packages (folder names under ``tasks_dir``) holding an order policy that a learned run under
     ``results_dir`` used, matched by the policy's file id (``helper_ids``)."""
-    from bench.checkpoints import file_id  # imports torch: only when a learned run is there to match
     used = {(r["config"].get("helper_ids") or {}).get("order_policy") for r in scan_results(results_dir)[0]
             if r.get("strategy") == "learned"} - {None}
     if not used:
         return set()
     return {path.relative_to(tasks_dir).parts[0] for path in tasks_dir.glob("*/weights/**/order_policy_T*.pt")
-            if file_id(path) in used}
+            if sha256_of(path, "order policy", HELPER_LIMIT)[:12] in used}   # bench.checkpoints.file_id, torch-free
 
 
 @register_report("learned")
