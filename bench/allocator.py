@@ -7,7 +7,7 @@ kernel on first touch, about 35 microseconds per 4 KiB page on the project's VM 
 With both thresholds raised, blocks up to 32 MiB are reused from the heap instead (larger ones,
 such as a big model's activations, still map fresh pages). The cost: the process keeps its peak
 heap while it runs. Numbers do not change: tensors keep torch's 64-byte alignment either way.
-Measured in docs/running.md ("Benchmarks (pytest-benchmark)", the decode overhead).
+Measured in docs/lab.md (2026-12-01, the decode loop's overhead).
 """
 import ctypes
 import ctypes.util

@@ -9,8 +9,8 @@ project code touches, as long as the round; ``extra_info["calibration"]`` names 
 twice as fast, or a stretch when other processes slow the machine, slows both alike, so the
 ratio carries from one machine and one moment to another better than seconds do. A case is
 slower beyond the limit when its ratio over the baseline's exceeds ``--limit`` (default 2.5);
-a case recording no ratio is compared by its smallest round in seconds. docs/running.md
-("Benchmarks (pytest-benchmark)") gives the noise the limit was chosen against.
+a case recording no ratio is compared by its smallest round in seconds. docs/lab.md
+(2026-12-01, the 2.5x limit) gives the noise the limit was chosen against.
 
 Given several CURRENT files, each case counts at its best (lowest) figure among them: noise
 only ever adds time, a real regression is there every time. ``--run DIR`` runs the benchmarks

@@ -6,7 +6,7 @@ split, bisect one continuous parameter of a strategy until the mean passes over 
 within ``tolerance`` (2%) of the budget; the setting found is then run on the test inputs like
 any spec. Mean passes must move monotonically with the parameter over the range given (the two
 ends say which way); the bisection is on a log scale for a positive range. Nothing is written:
-the command prints the spec to freeze into a preset (docs/running.md).
+the command prints the spec to freeze into a preset (docs/report.md, "Calibrating a knob").
 """
 import math
 from dataclasses import dataclass, field

@@ -6,7 +6,7 @@ batches in chunks. With more than one torch thread the chunks run side by side, 
 thread per torch thread, each chunk on one torch thread: splitting one small call's products
 over threads costs more in synchronisation than it gains (a shipped model, 250 inputs on 2
 threads: 0.59-0.78 s a pass with its chunks run one after another, 0.43-0.49 s side by side;
-docs/running.md). Each row's outputs are bit-identical either way (tests/test_chunks.py checks
+docs/lab.md, 2026-12-01). Each row's outputs are bit-identical either way (tests/test_chunks.py checks
 both shipped models at 1 and 2 threads), so chunking changes the time only, never a record.
 """
 from concurrent.futures import ThreadPoolExecutor

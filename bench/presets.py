@@ -7,7 +7,7 @@ made from (at most 60 minutes on 2 cores from an empty folder); ``paper``: the f
 seeds for every run that draws random numbers; ``ci``: the regression gate's small runs;
 ``validation``: the default specs on each task's validation split (its own inputs, seed and
 results folder), where `bench report` makes the choices its claims confirm on the test inputs.
-docs/running.md "Preset tiers" gives each one's planned and measured time.
+docs/running.md "Presets: tiers of work" gives each one's time, docs/lab.md the measurements.
 
 ``python -m bench run`` without ``--strategies`` runs the ``default`` tier for each chosen task;
 ``--preset NAME`` picks another; ``--tasks``, ``--strategies``, ``--limit`` and ``--seed``

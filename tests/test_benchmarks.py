@@ -1,4 +1,4 @@
-"""Timings tracked as a benchmark, not asserted (docs/running.md, "Benchmarks (pytest-benchmark)").
+"""Timings tracked as a benchmark, not asserted (docs/timing.md, "Benchmarks (pytest-benchmark)").
 
 At one torch thread: the forward pass of every registered task's model at its chunk shape (the
 rows one call runs on a CPU, ``chunk_rows``; a model without it at `bench run`'s batch of 250),

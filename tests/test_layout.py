@@ -237,7 +237,7 @@ def test_markdown_blocks_are_filled_from_the_named_report_file(tmp_path):
 def test_every_committed_markdown_table_is_what_bench_report_writes(tmp_path):
     written = {p.name: p.read_text().rstrip("\n") + "\n" for p in write_all_tables(ROOT / "results", tmp_path)}
     blocks = [(path, name, body) for path in markdown_files(ROOT) for name, body in quoted_blocks(path.read_text())]
-    assert {name for _, name, _ in blocks} >= {"table_sudoku.md", "table_protein.md"}
+    assert {name for _, name, _ in blocks} >= {"budgets_sudoku.md", "budgets_protein.md"}
     stale = [f"{path.relative_to(ROOT)}: {name}" for path, name, body in blocks if written.get(name) != body]
     assert stale == [], "run `python -m bench report` to rewrite them"
 

@@ -10,7 +10,7 @@ every decode's), so they land in the saved JSON, and asserts only a bound no noi
 Slow (about 7 minutes): python -m pytest -m slow -s tests/test_overhead.py (prints each figure).
 Saved: add --benchmark-enable --benchmark-json=PATH (one decode per case is also timed), and
 `python -m bench.benchcheck BASELINE PATH` prints each case's overhead beside the baseline's
-(docs/running.md, "Benchmarks (pytest-benchmark)"). The overhead is measured here with
+(docs/timing.md, "Benchmarks (pytest-benchmark)"). The overhead is measured here with
 time.perf_counter whether benchmarking is on or off, the smallest of REPEATS decodes (other
 processes on the machine only ever add time). Freed memory is kept for reuse as the bench
 command keeps it (bench.allocator), in this process as there.
@@ -32,8 +32,8 @@ from bench.registry import STRATEGIES, load_plugins, make_task, parse_strategy
 # point (2.4-3.0% here, 3.2% there); 20% is the loop costing a fifth of the model, which no noise makes.
 SANITY_LIMIT = 0.20
 REPEATS = 3
-# proteins per decode: 16 by default (docs/running.md's figures); UNMASK_BENCH_OVERHEAD_PROTEINS
-# measures another batch (docs/running.md gives 64)
+# proteins per decode: 16 by default (docs/lab.md's figures); UNMASK_BENCH_OVERHEAD_PROTEINS
+# measures another batch (docs/lab.md gives 64)
 INPUTS = {"sudoku": 64, "protein": int(os.environ.get("UNMASK_BENCH_OVERHEAD_PROTEINS", "16"))}
 # Every registered strategy is measured on every task model: at its default spec, or at the
 # setting named here (one from the middle of its default sweep). A new strategy needs no edit here.

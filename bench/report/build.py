@@ -159,7 +159,7 @@ def write_all_tables(results_dir, out_dir):
 
 
 def write_ablations(verdicts, out_dir):
-    """ablations.md: every task's ablation claims in one file (what README quotes), and
+    """ablations.md: every task's ablation claims in one file (what docs/ablations.md links), and
     transfer.md: whether the other tasks' orderings hold on a model trained elsewhere."""
     paths = []
     for name, text in (("ablations.md", ablations_markdown([v for v in verdicts if v is not None])),
