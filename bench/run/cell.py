@@ -31,7 +31,7 @@ from bench.results import (
     check_records,
     load_json,
     read_batches,
-    records_text,
+    records_file_text,
     run_id,
     summary_problem,
     text_digest,
@@ -243,7 +243,7 @@ def decode_run(run, model=None):
     run's model (default ``run.model``; the Ray driver names the cells' placement)."""
     summary_path, records_path, partial_path = run.paths
     records = decode_batches(run, partial_path)
-    text = records_text(records)
+    text = records_file_text(run.config, records)   # its header names the run (bench.results)
     summary = summarize(run, records, model or run.model)
     summary.update(records_file=records_path.name, records_sha256=text_digest(text))
     summary_text = to_json(summary, indent=1)  # a NaN fails here, before anything is written
