@@ -20,6 +20,7 @@ said in one line, and decoded again.
 """
 import hashlib
 import json
+import math
 import os
 import sys
 import uuid
@@ -280,6 +281,29 @@ def summary_problem(data, any_schema=False):
         return f"has schema version {data.get('schema_version')!r}; this code reads {SCHEMA_VERSION}"
     if not isinstance(data.get("config"), dict) or not isinstance(data.get("metrics"), list):
         return "has no config or metrics"
+    for key in ("model", "provenance"):   # every report table and figure reads them
+        if not isinstance(data.get(key), dict):
+            return f"has no {key} (an incomplete or edited summary)"
+    return next(filter(None, map(metric_value_problem, data["metrics"])), None)
+
+
+def metric_value_problem(metric):
+    """Why a summary's metric cannot be shown (a phrase naming it and its field), or None: a NaN
+    or infinite value or CI bound (Python's json reads them; `bench run` never writes them)."""
+    if not isinstance(metric, dict):
+        return "has a metric that is not a JSON object"
+    for field in ("value", "ci_low", "ci_high"):
+        value = metric.get(field)
+        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value)):
+            return f"has metric {metric.get('name')!r} with {field} {value!r}, not a finite number"
+    return None
+
+
+def records_problem(path, data):
+    """Why the records file a summary at ``path`` names is not there (a phrase), or None."""
+    name = data.get("records_file")
+    if name is not None and not (isinstance(name, str) and name and (Path(path).parent / name).is_file()):
+        return f"names records file {name!r}, which is missing"
     return None
 
 
@@ -300,7 +324,7 @@ def scan_results(root, with_paths=False, any_schema=False):
         data, why = load_json(path)
         if why is None and isinstance(data, dict) and not all(k in data for k in SUMMARY_KEYS):
             continue
-        why = why or summary_problem(data, any_schema)
+        why = why or summary_problem(data, any_schema) or records_problem(path, data)
         if why:
             problems.append(f"{path} {why}")
         else:
@@ -308,9 +332,12 @@ def scan_results(root, with_paths=False, any_schema=False):
     return found, problems
 
 
-def find_results(root):
-    """Every readable result summary under ``root``; each unreadable one is named on stderr."""
+def find_results(root, skipped=None):
+    """Every readable result summary under ``root``; each unreadable one is named on stderr (and
+    added to the list ``skipped``, when given, so a command can count them at its end)."""
     found, problems = scan_results(root)
+    if skipped is not None:
+        skipped.extend(problems)
     for problem in problems:
         print(f"skipped result file: {problem}", file=sys.stderr)
     return found
