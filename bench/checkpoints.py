@@ -20,6 +20,18 @@ def cache_dir():
     return Path(os.environ.get("UNMASK_BENCH_CACHE", Path.home() / ".cache" / "unmask-bench"))
 
 
+def helper_file(path):
+    """The file a strategy parameter names (an estimator, a policy): a relative path that is not
+    there from the working directory is read from the suite's checkout, so the shipped presets'
+    helper paths (tasks/hmm/weights/exact/seeds/1/...) work from any folder; a user's own file
+    is read where it is."""
+    from bench.provenance import REPO
+    path = Path(path)
+    if path.is_absolute() or path.exists() or not (REPO / path).exists():
+        return path
+    return REPO / path
+
+
 def save_atomic(path, payload):
     """torch.save to a temp file, then rename: a killed write never leaves a half file."""
     write_atomic(path, lambda handle: torch.save(payload, handle))
@@ -112,9 +124,17 @@ def with_weights(network, state_dict):
 def weight_tensors(path):
     """{name: tensor} of every state dict in a checkpoint file (keys ending in ``state_dict``):
     what a retraining must reproduce; the rest (the command, the seconds it took) may differ."""
-    payload = torch.load(checked_path(path, "checkpoint", CHECKPOINT_LIMIT), map_location="cpu", weights_only=False)
-    return {f"{key}.{name}": tensor for key, part in sorted(payload.items())
-            if key.endswith("state_dict") and isinstance(part, dict) for name, tensor in part.items()}
+    path = checked_path(path, "checkpoint", CHECKPOINT_LIMIT)
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # a foreign or damaged file makes the unpickler raise almost anything
+        raise BenchError(f"checkpoint {path} is corrupt or not a checkpoint ({type(err).__name__})") from None
+    tensors = {f"{key}.{name}": tensor for key, part in sorted(payload.items())
+               if key.endswith("state_dict") and isinstance(part, dict) for name, tensor in part.items()} \
+        if isinstance(payload, dict) else {}
+    if not tensors or not all(isinstance(t, torch.Tensor) for t in tensors.values()):
+        raise BenchError(f"checkpoint {path} holds no state_dict of tensors; it is not a checkpoint of a network")
+    return tensors
 
 
 def weight_difference(made, shipped):

@@ -1,7 +1,6 @@
 """`bench compare BASE NEW`: pair runs, per-metric deltas and marks, and the regression gate."""
 import math
 import re
-import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +12,9 @@ from bench.paired import better_sign, paired_difference, per_input, statistic
 from bench.results import SCHEMA_VERSION, SUMMARY_KEYS, check_records, load_json
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOTHING_COMPARABLE = 0, 1, 3
-DEFAULT_FAIL_ON = "passes:+5%,headline:ci"
+# passes:ci: a `worse` mark on passes (the paired test and the practical tolerance agree it is
+# beyond float noise) fails even when it is within 5%.
+DEFAULT_FAIL_ON = "passes:+5%,passes:ci,headline:ci"
 # What must match for two runs to be comparable. How the inputs were cut into batches or spread
 # over workers (batch_size, shards, executor) is left out: it changes no record (bench.run.cell's
 # VOLATILE fields excepted, which no metric reads).
@@ -54,11 +55,15 @@ from the result file, never from the name or the sign, so a sign is optional and
   passes:+5%            fail when worse by more than 5% of BASE's value (relative)
   exact_accuracy:0.02   fail when worse by more than 0.02 in the metric's units (absolute)
   composition_jsd:ci    fail when marked worse
-A limit below the metric's practical tolerance is raised to it.
-METRIC 'headline' stands for each run's headline metric. Default: {DEFAULT_FAIL_ON}.
+A limit below the metric's practical tolerance is raised to it; two limits on one metric both
+apply. METRIC 'headline' stands for each run's headline metric. Default: {DEFAULT_FAIL_ON}.
 
-Exit status: 0 no regression, 1 a regression beyond a limit, 2 bad arguments or unreadable
-files, 3 nothing comparable found."""
+A BASE run that NEW lacks ('missing') is a regression unless --allow-missing TASK/RUN names it
+(RUN: its label or strategy spec as the table shows it). Every file under NEW must be readable,
+and every summary's records must be that run's (their header names the run), on either side.
+
+Exit status: 0 no regression, 1 a regression (beyond a limit, or a missing run), 2 bad
+arguments or an unreadable file on either side, 3 nothing comparable found."""
 
 
 @dataclass(frozen=True)
@@ -201,18 +206,18 @@ def read_file(path, role):
 
 
 def read_folder(folder, role):
-    """The summaries under ``folder``. A baseline file that cannot be compared fails the gate (the
-    gate must not pass because its baseline went missing); a NEW one is named and left out."""
+    """The summaries under ``folder``. A file that cannot be compared fails the gate on either
+    side: the gate must not pass because its baseline went missing, nor because a NEW run that
+    would fail it was cut short (a truncated summary) and so left out."""
     found, problems = summaries_in(folder)
     checked = [(path, data, run_problem(data, role)) for path, data in found]
     problems += [f"{path} {why}" for path, _, why in checked if why]
-    found = [(path, data) for path, data, why in checked if why is None]
-    if problems and role == "BASE":
-        raise BenchError(f"{len(problems)} file(s) in the baseline {folder} cannot be compared: "
-                         + "; ".join(problems) + "; fix or remove them, or refresh the baseline")
-    for problem in problems:
-        print(f"unreadable {role} file: {problem}", file=sys.stderr)
-    return found
+    if problems:
+        fix = "refresh the baseline" if role == "BASE" else "remake those runs"
+        where = f"the baseline {folder}" if role == "BASE" else f"NEW {folder}"
+        raise BenchError(f"{len(problems)} file(s) in {where} cannot be compared: "
+                         + "; ".join(problems) + f"; fix or remove them, or {fix}")
+    return [(path, data) for path, data, _ in checked]
 
 
 def read_results(path, role="NEW"):
@@ -293,12 +298,31 @@ def check_directions(b, n):
                              "they cannot be compared: refresh the baseline if the change is meant")
 
 
-def run_rows(b, n, limits):
-    """Rows of one pair: one per metric if comparable, else one for the whole run."""
+def missing_names(result):
+    """The --allow-missing names of a BASE run: TASK/label, TASK/spec and TASK/resolved spec."""
+    return {f"{result['task']}/{name}" for name in
+            (result.get("label"), result["config"]["strategy_spec"], identity(result)[1]) if isinstance(name, str)}
+
+
+def check_allow_missing(allowed, base):
+    """An --allow-missing name that no BASE run answers to is a typo: BenchError."""
+    known = set().union(*(missing_names(r) for r in base)) if base else set()
+    unknown = [name for name in allowed if name not in known]
+    if unknown:
+        raise BenchError(f"--allow-missing {unknown[0]!r} names no run of BASE; give TASK/RUN, RUN a run's "
+                         "label or strategy spec as the table shows it (e.g. hmm/eb:gamma=2)")
+
+
+def run_rows(b, n, limits, allowed=()):
+    """Rows of one pair: one per metric if comparable, else one for the whole run. A BASE run
+    missing from NEW is a regression unless ``allowed`` (--allow-missing names) names it."""
     some = b or n
     task, run = some["task"], run_name(some)
     if n is None:
-        return [Row(task, run, None, None, None, "missing", "in BASE only")]
+        if missing_names(b) & set(allowed):
+            return [Row(task, run, None, None, None, "missing", "in BASE only; allowed by --allow-missing")]
+        return [Row(task, run, None, None, None, "missing", "REGRESSION: in BASE only (allow it with "
+                    f"--allow-missing {task}/{identity(b)[1]})", regression=True)]
     if b is None:
         return [Row(task, run, None, None, None, "new", "in NEW only")]
     if settings(b) != settings(n):
@@ -492,13 +516,15 @@ def verdict(rows, compared):
     return f"ok: {text}", EXIT_OK
 
 
-def compare(base_path, new_path, fail_on=DEFAULT_FAIL_ON, out=print):
-    """Compare the results in ``base_path`` with those in ``new_path``; returns the exit status."""
+def compare(base_path, new_path, fail_on=DEFAULT_FAIL_ON, out=print, allow_missing=()):
+    """Compare the results in ``base_path`` with those in ``new_path``; returns the exit status.
+    ``allow_missing``: TASK/RUN names of BASE runs NEW may lack."""
     limits = parse_fail_on(fail_on)
     base, new = read_results(base_path, "BASE"), read_results(new_path, "NEW")
     check_limit_names(limits, base + new)
+    check_allow_missing(allow_missing, base)
     pairs = pair_runs(base, new)
-    rows = [row for b, n in pairs for row in run_rows(b, n, limits)]
+    rows = [row for b, n in pairs for row in run_rows(b, n, limits, allow_missing)]
     compared = sum(b is not None and n is not None and settings(b) == settings(n) for b, n in pairs)
     if rows:
         out(render(rows))

@@ -9,6 +9,7 @@ from tqdm import tqdm
 
 from bench.core import Selection, StepState, all_finite
 from bench.errors import BenchError
+from bench.registry import check_positions
 from bench.streams import Streams, categorical
 
 
@@ -233,6 +234,7 @@ def decode(model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=No
     back to the input's starting token and are counted in ``remasked``; its ``pass_budget``
     bounds the passes (an input still masked after it is an error). One forward pass a pass, always.
     """
+    check_positions(strategy, tokens.shape[1])   # before any allocation or pass
     start_tokens, start = tokens.clone(), masked.clone()
     tokens, masked = tokens.clone(), masked.clone()
     streams = Streams(seed, index if index is not None else torch.arange(tokens.shape[0]))

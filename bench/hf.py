@@ -14,17 +14,52 @@ those of the task's values, in the task's value order. ``hidden`` is the output 
 """
 import hashlib
 import importlib.util
+import json
 from pathlib import Path
 
 import torch
 
 from bench.core import MaskedModel, ModelOutput
 from bench.errors import BenchError
+from bench.files import CHECKPOINT_LIMIT, MiB, checked_path, read_text
 
 ROLES = ("<cls>", "<eos>", "<pad>", "<mask>")
 # Rows per network call: exact MI by probing asks for thousands of rows at once, and every layer's
 # hidden states of a 26M-parameter BERT over 4,096 rows would take tens of GB.
 MAX_ROWS = 256
+CONFIG_LIMIT = 1 * MiB   # a model folder's config.json (BERT's and ESM-2's are under 2 KB)
+
+
+def first_line(err):
+    """'TypeError: the first line of its message' (at most 160 characters)."""
+    return f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"[:160]
+
+
+def check_config(path, what):
+    """A one-line error unless ``path``/config.json is a JSON object (what transformers reads)."""
+    config = Path(path) / "config.json"
+    try:
+        data = json.loads(read_text(config, f"{what}: config", CONFIG_LIMIT))
+    except json.JSONDecodeError as err:
+        raise BenchError(f"{what}: {config} is not JSON ({err.msg} at line {err.lineno})") from None
+    except RecursionError:
+        raise BenchError(f"{what}: {config} is JSON nested too deeply") from None
+    if not isinstance(data, dict):
+        raise BenchError(f"{what}: {config} holds a JSON {type(data).__name__}; it must be a JSON object "
+                         f"(a transformers model config)")
+
+
+def check_weights(path, what):
+    """A one-line error naming the first ``*.safetensors`` file of the folder whose header does not
+    read (cut short, not safetensors): transformers would fail deep inside with a traceback."""
+    from safetensors import safe_open
+    for file in sorted(Path(path).glob("*.safetensors")):
+        checked_path(file, f"{what}: weights", CHECKPOINT_LIMIT)
+        try:
+            with safe_open(str(file), framework="pt") as weights:
+                weights.keys()
+        except Exception as err:  # SafetensorError (header too large, invalid JSON, ...), OSError
+            raise BenchError(f"{what}: {file} is not a readable safetensors file ({first_line(err)})") from None
 
 
 def tokenizer_role_tokens(tokenizer):
@@ -65,8 +100,8 @@ def load_tokenizer(path, vocab, what):
         if vocab is not None:
             return BertTokenizer(vocab_file=str(vocab), do_lower_case=False)
         return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    except (OSError, ValueError) as err:
-        raise BenchError(f"{what}: no tokenizer could be loaded ({str(err).splitlines()[0][:160]}); "
+    except Exception as err:  # a damaged tokenizer file fails anywhere inside transformers
+        raise BenchError(f"{what}: no tokenizer could be loaded ({first_line(err)}); "
                          f"the folder must hold the tokenizer's files") from None
 
 
@@ -131,13 +166,17 @@ def load_hf_model(path, symbols, *, vocab=None, layer=-1):
     if not symbols:
         raise BenchError(f"{what}: this task names no symbols for its token ids (Task.symbols), so a "
                          f"Hugging Face model cannot read its inputs")
+    check_config(path, what)
+    check_weights(path, what)
     check_torchvision()
     from transformers import AutoModelForMaskedLM
     from transformers.utils import logging
     logging.set_verbosity_error()   # unused heads of a checkpoint (AntiBERTy's species head) are expected
     try:
         network = AutoModelForMaskedLM.from_pretrained(str(path), local_files_only=True)
-    except (OSError, ValueError, KeyError) as err:
-        raise BenchError(f"{what}: the weights do not load as a masked LM ({str(err).splitlines()[0][:160]})") from None
+    except Exception as err:  # a config or weights file that does not fit can fail anywhere inside
+        if isinstance(err, BenchError):
+            raise
+        raise BenchError(f"{what}: the weights do not load as a masked LM ({first_line(err)})") from None
     tokenizer = load_tokenizer(path, vocab, what)
     return HFMaskedLM(network, tokenizer, symbols, f"hf-{folder_id(path, vocab)}", layer=layer, what=what)

@@ -145,7 +145,8 @@ def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None):
         tasks: comma-separated task names overriding the preset's.
         strategies: comma-separated specs overriding the preset's lists (for every task).
         limit: number of inputs overriding the preset's limits.
-        seed: one seed overriding the preset's seeds.
+        seed: one seed overriding the preset's seeds (``strategies`` without a preset: that seed,
+            default 0, never a tier's seeds).
 
     Returns:
         A list of TaskPlan, in the order the tasks were named.
@@ -169,6 +170,8 @@ def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None):
         task_limit = limit if limit is not None else (settings.limits.get(preset.name) if settings else None)
         seeds = (seed,) if seed is not None else (settings.seeds.get(preset.name, preset.seeds) if settings
                                                   else preset.seeds)
+        if strategies and preset_name is None:   # runs named on the command line: the seed asked for, 0 by default
+            seeds = (seed if seed is not None else 0,)
         plans.append(TaskPlan(name, specs, task_limit, seeds))
     return plans
 

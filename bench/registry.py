@@ -12,7 +12,7 @@ import importlib
 import math
 import os
 import pkgutil
-from dataclasses import MISSING, dataclass, fields, is_dataclass
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 
 from bench.errors import BenchError
 
@@ -188,6 +188,63 @@ def param_help(cls):
 
 BOOLEANS = {"true": True, "false": False}
 INT_LIMIT = 2 ** 63  # ints must fit a signed 64-bit integer: torch and numpy take no more
+# The range of a strategy's int parameter that declares none (``bounded`` below): a block size,
+# a step count, a history length allocates or loops in proportion to it, so an absurd value must
+# be refused before any work. 2**20 is thousands of times any input the tasks hold (81-1,000
+# positions) and allocates a few MB at most.
+DEFAULT_INT_RANGE = (0, 2 ** 20)
+# A parameter that counts passes or positions (``per_position``) may be at most this many times
+# the positions of the inputs it decodes: a re-masking sampler may use more passes than positions
+# (ReMDM's loop), but not without bound.
+PASSES_PER_POSITION = 16
+
+
+def bounded(default, *, low=None, high=None, per_position=None, **metadata):
+    """A strategy parameter's dataclass field with its stated range: ``low``..``high`` (checked when
+    the spec is parsed; an int without them gets DEFAULT_INT_RANGE) and, for a count of passes or
+    positions, ``per_position``: at most that many times the input's positions (checked before
+    decoding, ``check_positions``)."""
+    if low is not None or high is not None:
+        metadata["range"] = (low, high)
+    if per_position is not None:
+        metadata["per_position"] = per_position
+    return field(default=default, metadata=metadata)
+
+
+def value_range(f):
+    """(low, high) a parameter's or setting's value must lie in (None: no bound that side): each
+    side as declared, else for an int DEFAULT_INT_RANGE's, reaching down to a negative default (a
+    setting's -1 meaning "the last layer")."""
+    declared_low, declared_high = f.metadata.get("range", (None, None))
+    if field_type_name(f) != "int":
+        return declared_low, declared_high
+    low, high = DEFAULT_INT_RANGE
+    default = f.default if isinstance(f.default, int) else low
+    return (min(low, default) if declared_low is None else declared_low,
+            high if declared_high is None else declared_high)
+
+
+def check_range(owner, f, value, text):
+    """A one-line error when ``value`` is outside the field's stated range."""
+    low, high = value_range(f)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if (low is not None and value < low) or (high is not None and value > high):
+        shown = f"{'-inf' if low is None else f'{low:,}'}..{'inf' if high is None else f'{high:,}'}"
+        raise BenchError(f"{owner}: parameter {f.name}={text} is out of range; allowed: {shown}")
+
+
+def check_positions(strategy, positions):
+    """A one-line error, before any pass, when a parameter that counts passes or positions
+    (``per_position``) is more than the inputs' ``positions`` can use."""
+    if not is_dataclass(strategy):
+        return
+    for f in fields(strategy):
+        times = f.metadata.get("per_position")
+        value = getattr(strategy, f.name)
+        if times is not None and value > times * positions:
+            raise BenchError(f"{strategy.name}: parameter {f.name}={value} is more than inputs of {positions} "
+                             f"positions can use; at most {times * positions:,} ({times} x {positions})")
 
 
 def cast_value(type_name, text):
@@ -216,7 +273,8 @@ def field_type_name(f):
 
 def set_fields(config, pairs, what):
     """Apply KEY=VALUE strings to the dataclass instance ``config``, typed by its fields; one-line
-    BenchErrors name an unknown key or a bad value."""
+    BenchErrors name an unknown key or a bad value (of the wrong type, or outside the field's
+    range, ``value_range``)."""
     by_name = {f.name: f for f in fields(config)}
     for pair in pairs:
         key, eq, text = (part.strip() for part in pair.partition("="))
@@ -226,9 +284,11 @@ def set_fields(config, pairs, what):
             raise BenchError(f"unknown setting {key!r} for {what}{closest(key, by_name)}; "
                              f"allowed: {', '.join(by_name)}")
         try:
-            setattr(config, key, cast_value(field_type_name(by_name[key]), text))
+            value = cast_value(field_type_name(by_name[key]), text)
         except ValueError as err:
             raise BenchError(f"{what}: {key}={text!r}: {err}") from None
+        check_range(what, by_name[key], value, text)
+        setattr(config, key, value)
     return config
 
 
@@ -261,6 +321,7 @@ def parse_strategy(spec):
         except ValueError as err:
             raise BenchError(f"{cls.name}: parameter {key}: {err}") from None
         check_choice(cls, by_name[key], kwargs[key], text)
+        check_range(cls.name, by_name[key], kwargs[key], text)
     try:
         return cls(**kwargs)
     except (ValueError, TypeError, OverflowError) as err:  # the strategy's own checks of its values

@@ -14,7 +14,7 @@ from tqdm import tqdm
 from bench.errors import BenchError
 from bench.provenance import provenance
 from bench.registry import TASKS, load_plugins, lookup
-from bench.results import check_records, read_result, records_path, write_text_atomic
+from bench.results import check_records, read_result, records_path, to_json, write_text_atomic
 from bench.run.cell import aux_pass_metrics, mark_natural
 
 
@@ -34,7 +34,7 @@ def point_headline(path, summary, task):
         print(f"  skipped {path}: it has no {task.headline} metric; rescore it in full", file=sys.stderr)
         return 0
     summary["headline"] = task.headline
-    write_text_atomic(path, json.dumps(summary, indent=1))
+    write_text_atomic(path, to_json(summary, indent=1))   # a NaN is refused, never written
     return 1
 
 
@@ -53,7 +53,7 @@ def rescore_summary(path, summary, task):
     summary["floor"] = task.floor()
     summary["floor_label"] = task.floor_label()
     summary["rescored"] = provenance()
-    write_text_atomic(path, json.dumps(summary, indent=1))
+    write_text_atomic(path, to_json(summary, indent=1))   # a NaN is refused, never written
     return 1
 
 

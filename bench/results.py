@@ -7,6 +7,12 @@ A summary records how many records its JSONL holds (``n_samples``) and the JSONL
 (``records_sha256``), so a truncated or altered records file is found: ``bench run`` redoes the
 run, every other reader refuses it in one line. A summary without the checksum is not complete.
 
+A records file opens with a header line naming its run (``{"run": run_id of its config, "task",
+"strategy_spec", "seed"}``; it has no ``index``, so it is not a record), and every reader checks
+it against the summary's config (``check_records``): records copied under another run's summary,
+their checksum updated to match, are refused. Records files written before the header (the
+committed results of 2026-12-04 and before) have none and are checked by count and checksum only.
+
 A run in progress appends each finished batch as one line of its ``.partial.jsonl``: the run's
 identity (``run_id`` of its config), the batch number, the SHA-256 of the batch's records and
 the records. A batch of another run, an edited one or one cut by a kill is discarded on reading,
@@ -14,6 +20,7 @@ said in one line, and decoded again.
 """
 import hashlib
 import json
+import math
 import os
 import sys
 import uuid
@@ -76,6 +83,17 @@ def to_json(data, **options):
 def records_text(records):
     """The JSONL text of ``records``: one JSON object per line."""
     return "".join(to_json(r) + "\n" for r in records)
+
+
+def records_header(config):
+    """The first line of a run's records file: the run's identity, and what a person reads it as."""
+    return {"run": run_id(config), "task": config.get("task"), "strategy_spec": config.get("strategy_spec"),
+            "seed": config.get("seed")}
+
+
+def records_file_text(config, records):
+    """The text of the records file of the run ``config``: its header line, then its records."""
+    return to_json(records_header(config)) + "\n" + records_text(records)
 
 
 def text_digest(text):
@@ -147,6 +165,23 @@ def write_batches(path, config_id, batches):
     write_text_atomic(path, "".join(batch_line(config_id, b, batches[b]) for b in sorted(batches)))
 
 
+def records_header_of(line):
+    """The header of a records file whose first line is ``line``, or None (a file of before the
+    header, or damage)."""
+    try:
+        header = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return header if isinstance(header, dict) and "run" in header and "index" not in header else None
+
+
+def split_records(text):
+    """(header or None, records) of a records file's text (``parse_records``)."""
+    lines = text.splitlines()
+    header = records_header_of(lines[0]) if lines else None
+    return header, parse_records("\n".join(lines[1:]) if header is not None else text)
+
+
 def parse_records(text):
     """Records of JSONL ``text`` up to the first line that is not a record (the tail of a killed
     write, or damage)."""
@@ -169,12 +204,22 @@ def read_records(path):
         data = read_bytes(path, "records file", RECORDS_LIMIT)
     except FileNotFoundError:
         return []
-    return parse_records(data.decode("utf-8", errors="replace"))
+    return split_records(data.decode("utf-8", errors="replace"))[1]
+
+
+def header_problem(header, summary):
+    """Why a records file's header says its records are not the run ``summary`` describes, or None."""
+    config = summary.get("config")
+    if header is None or header.get("run") == run_id(config):
+        return None
+    return (f"its records file holds the records of another run ({header.get('task')} "
+            f"{header.get('strategy_spec')} seed {header.get('seed')}, run {str(header.get('run'))[:10]}), "
+            f"not of this summary's (run {run_id(config)[:10]})")
 
 
 def check_records(summary, records_path):
-    """(records, None) when the records file matches its summary (record count and checksum),
-    else (None, why not: a phrase)."""
+    """(records, None) when the records file matches its summary (its header's run, record count
+    and checksum), else (None, why not: a phrase)."""
     expected = summary.get("records_sha256")
     if expected is None:
         return None, "its summary has no records_sha256 to check its records against"
@@ -186,8 +231,11 @@ def check_records(summary, records_path):
         return None, f"its records file cannot be used ({err})"
     if hashlib.sha256(data).hexdigest() != expected:
         return None, "its records file does not match the checksum in the summary"
-    records = parse_records(data.decode("utf-8", errors="replace"))
-    if len(records) != summary.get("n_samples") or len(data.splitlines()) != len(records):
+    header, records = split_records(data.decode("utf-8", errors="replace"))
+    problem = header_problem(header, summary)
+    if problem:
+        return None, problem
+    if len(records) != summary.get("n_samples") or len(data.splitlines()) != len(records) + (header is not None):
         return None, (f"its records file holds {len(records)} complete records, "
                       f"the summary counts {summary.get('n_samples')}")
     return records, None
@@ -233,6 +281,29 @@ def summary_problem(data, any_schema=False):
         return f"has schema version {data.get('schema_version')!r}; this code reads {SCHEMA_VERSION}"
     if not isinstance(data.get("config"), dict) or not isinstance(data.get("metrics"), list):
         return "has no config or metrics"
+    for key in ("model", "provenance"):   # every report table and figure reads them
+        if not isinstance(data.get(key), dict):
+            return f"has no {key} (an incomplete or edited summary)"
+    return next(filter(None, map(metric_value_problem, data["metrics"])), None)
+
+
+def metric_value_problem(metric):
+    """Why a summary's metric cannot be shown (a phrase naming it and its field), or None: a NaN
+    or infinite value or CI bound (Python's json reads them; `bench run` never writes them)."""
+    if not isinstance(metric, dict):
+        return "has a metric that is not a JSON object"
+    for field in ("value", "ci_low", "ci_high"):
+        value = metric.get(field)
+        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value)):
+            return f"has metric {metric.get('name')!r} with {field} {value!r}, not a finite number"
+    return None
+
+
+def records_problem(path, data):
+    """Why the records file a summary at ``path`` names is not there (a phrase), or None."""
+    name = data.get("records_file")
+    if name is not None and not (isinstance(name, str) and name and (Path(path).parent / name).is_file()):
+        return f"names records file {name!r}, which is missing"
     return None
 
 
@@ -253,7 +324,7 @@ def scan_results(root, with_paths=False, any_schema=False):
         data, why = load_json(path)
         if why is None and isinstance(data, dict) and not all(k in data for k in SUMMARY_KEYS):
             continue
-        why = why or summary_problem(data, any_schema)
+        why = why or summary_problem(data, any_schema) or records_problem(path, data)
         if why:
             problems.append(f"{path} {why}")
         else:
@@ -261,9 +332,12 @@ def scan_results(root, with_paths=False, any_schema=False):
     return found, problems
 
 
-def find_results(root):
-    """Every readable result summary under ``root``; each unreadable one is named on stderr."""
+def find_results(root, skipped=None):
+    """Every readable result summary under ``root``; each unreadable one is named on stderr (and
+    added to the list ``skipped``, when given, so a command can count them at its end)."""
     found, problems = scan_results(root)
+    if skipped is not None:
+        skipped.extend(problems)
     for problem in problems:
         print(f"skipped result file: {problem}", file=sys.stderr)
     return found

@@ -6,12 +6,80 @@ or policy). `bench data NAME` calls the builder a task names in ``data_builders`
 `--dtype` are set for the trainers to read (``bench.device.selected()``): the shipped ones put the
 network being trained (and the frozen model a helper reads) there.
 """
+import contextlib
+import contextvars
 import logging
-from dataclasses import fields
+import subprocess
+from dataclasses import asdict, fields
 from pathlib import Path
 
 from bench.errors import BenchError
 from bench.registry import TASKS, TRAINERS, load_plugins, make_task, set_fields
+
+# The checkpoint `bench train --same-as FILE` will compare with, checked before training: its path
+# and its payload's network config, so that a task's trainer refuses another network before it
+# trains (``check_same_network``); None outside `--same-as`.
+SAME_AS = contextvars.ContextVar("same_as", default=None)
+
+
+@contextlib.contextmanager
+def same_as_file(path):
+    """Check ``path`` (--same-as) is a checkpoint of a network before any training, and hold it
+    for the trainer to compare its network with; a missing or foreign file is a one-line error."""
+    if not path:
+        yield
+        return
+    import torch
+
+    from bench.checkpoints import weight_tensors
+    from bench.files import CHECKPOINT_LIMIT, checked_path
+    weight_tensors(path)   # exists, a regular file, a torch checkpoint with state dicts of tensors
+    payload = torch.load(checked_path(path, "checkpoint", CHECKPOINT_LIMIT), map_location="cpu", weights_only=True)
+    token = SAME_AS.set({"path": path, "config": payload.get("config")})
+    try:
+        yield
+    finally:
+        SAME_AS.reset(token)
+
+
+def check_same_network(model_cfg, what):
+    """Before training a task's model under --same-as: the file's network config must be the one
+    about to be trained (else it would train, then find the tensors differ)."""
+    held = SAME_AS.get()
+    if held is None:
+        return
+    config = asdict(model_cfg)
+    if held["config"] != config:
+        raise BenchError(f"--same-as {held['path']} is not a checkpoint of the {what} network being trained "
+                         f"(its config {held['config']!r}, this one {config!r}); nothing was trained")
+
+
+def shipped(path):
+    """Whether ``path`` is a file the suite ships: tracked by git in the suite's checkout (outside
+    a git checkout: any existing file inside it)."""
+    from bench.provenance import REPO
+    path = Path(path).resolve()
+    if not path.is_relative_to(REPO) or not path.exists():
+        return False
+    try:
+        found = subprocess.run(["git", "ls-files", "--error-unmatch", str(path.relative_to(REPO))], cwd=REPO,
+                               capture_output=True, text=True)
+    except OSError:
+        return True
+    return found.returncode == 0 or "not a git repository" in found.stderr
+
+
+def check_out(out, same_as, overwrite):
+    """--out must not be the --same-as file (it would be compared with itself), nor a shipped
+    file or its log unless --overwrite says so."""
+    out = Path(out)
+    if same_as and out.resolve() == Path(same_as).resolve():
+        raise BenchError(f"--out {out} is the --same-as file: training would overwrite the checkpoint it is "
+                         "compared with; train to another file")
+    for path in (out, out.with_suffix(".log")):
+        if shipped(path) and not overwrite:
+            raise BenchError(f"--out {out}: {path} is a shipped file (tracked by git); give another --out, "
+                             "or --overwrite to replace it on purpose")
 
 
 def setup_log(log_path):
@@ -36,6 +104,7 @@ def train_and_log(what, configs, train, settings, out, *, default_weights):
     """Train a task's model: KEY=VALUE ``settings`` go to whichever of the two config dataclasses
     ``configs`` = (model, training) has the key; the log goes beside the weights."""
     model_cfg, train_cfg = split_settings(settings, *configs, f"{what} training")
+    check_same_network(model_cfg, what)
     out = Path(out or default_weights)
     setup_log(out.with_suffix(".log"))
     logging.getLogger(f"train.{what}").info("model %s train %s", model_cfg, train_cfg)

@@ -87,7 +87,7 @@ def test_missing_and_new_runs_and_metrics(tmp_path):
     assert rows[("sequential:order=confidence", "-", "mark")] == "missing"
     assert rows[("eb:gamma=0.1", "-", "mark")] == "new"
     assert rows[("topk:k=2", "cell_accuracy", "mark")] == "new"
-    assert status == 0 and "1 missing, 1 new" in summary
+    assert status == 1 and "1 missing, 1 new" in summary   # a BASE run missing from NEW is a regression
     _, rows, _ = marks(tmp_path / "swap", new[:1], base[:1])
     assert rows[("topk:k=2", "cell_accuracy", "mark")] == "missing"
 
@@ -164,7 +164,7 @@ def test_exit_codes_and_one_line_errors_from_the_command_line(tmp_path):
         "metrics: 1 within noise, 0 better, 1 worse, 0 missing, 0 new")
     assert run_cli("compare", base / "run0.json", new / "run0.json").returncode == 1  # single files
     (tmp_path / "empty").mkdir()
-    assert run_cli("compare", base, tmp_path / "empty").returncode == 3
+    assert run_cli("compare", base, tmp_path / "empty").returncode == 1   # every BASE run missing
     (tmp_path / "bad.json").write_text("{not json")
     (tmp_path / "other.json").write_text('{"a": 1}')
     for args, message in [((base, tmp_path / "nope"), "no such file or folder"),
@@ -257,7 +257,8 @@ def test_an_unreadable_baseline_file_is_named_and_exits_2(tmp_path):
     assert proc.stderr.startswith(f"error: 1 file(s) in the baseline {base} cannot be compared: ")
     (base / "broken.json").unlink()
     proc = run_cli("compare", base, new)
-    assert proc.returncode == 0 and "unreadable NEW file" in proc.stderr and "list.json" in proc.stderr
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "list.json" in proc.stderr
+    assert proc.stderr.startswith(f"error: 1 file(s) in NEW {new} cannot be compared: ")
 
 
 def test_baseline_records_that_do_not_match_their_summary_are_an_error(tmp_path):

@@ -9,6 +9,7 @@ from bench.cli import main
 from bench.compare import settings
 from bench.device import Placement, place, placement, resolve_device
 from bench.errors import BenchError
+from bench.results import read_records
 from conftest import run_cli
 
 CUDA = torch.cuda.is_available()
@@ -86,7 +87,7 @@ TOLERANCES = {"float32": {"same_outputs": 0.98, "exact_accuracy": 0.02, "passes"
 def outputs_and_metrics(folder):
     summary_path = next((folder / "sudoku").glob("*[0-9a-f].json"))
     summary = json.loads(summary_path.read_text())
-    records = [json.loads(line) for line in summary_path.with_suffix(".jsonl").read_text().splitlines()]
+    records = read_records(summary_path.with_suffix(".jsonl"))
     return {r["index"]: r["output"] for r in records}, {m["name"]: m["value"] for m in summary["metrics"]}
 
 
@@ -120,7 +121,7 @@ def test_a_cuda_protein_run_draws_what_the_cpu_run_draws_within_tolerance(tmp_pa
     found = {}
     for side in ("cpu", "gpu"):
         path = next((tmp_path / side / "protein").glob("*[0-9a-f].json"))
-        records = [json.loads(line) for line in path.with_suffix(".jsonl").read_text().splitlines()]
+        records = read_records(path.with_suffix(".jsonl"))
         metrics = {m["name"]: m["value"] for m in json.loads(path.read_text())["metrics"]}
         found[side] = ({r["index"]: r["sequence"] for r in records}, metrics["composition_jsd"])
     same = sum(found["cpu"][0][i] == found["gpu"][0][i] for i in found["cpu"][0]) / len(found["cpu"][0])

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from bench.cli import main
-from bench.results import batch_line, run_id
+from bench.results import batch_line, read_records, run_id
 from bench.run.ray_executor import shard_ranges
 
 if os.environ.get("UNMASK_BENCH_REQUIRE_RAY"):
@@ -52,7 +52,7 @@ def test_ray_shards_give_the_local_records_and_reruns_skip_finished_work(tmp_pat
     folder = tmp_path / "ray" / "sudoku"
     jsonl = next(folder.glob("topk*.jsonl"))
     stem = jsonl.name.removesuffix(".jsonl")
-    done = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    done = read_records(jsonl)
     config_id = run_id(json.loads((folder / f"{stem}.json").read_text())["config"])
     batch = {b: [r for r in done if r["batch"] == b] for b in (0, 1, 2)}
     (folder / f"{stem}.partial.jsonl").write_text(batch_line(config_id, 0, batch[0]))

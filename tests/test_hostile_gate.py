@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.cli import main
-from bench.compare import compare
+from bench.compare import DEFAULT_FAIL_ON, compare
 from bench.errors import BenchError
-from bench.results import records_text, text_digest
+from bench.results import records_file_text, records_text, text_digest
 from bench.run.cell import Run
 from bench.run.local import run_one
 from strategies.eb import EBSampler
@@ -245,7 +245,7 @@ def test_the_footer_counts_match_the_rows(tmp_path):
     assert runs == {m: whole_runs.count(m) for m in ("missing", "new", "not comparable")}
     assert metrics == {m: per_metric.count(m) for m in ("within noise", "better", "worse", "missing", "new")}
     assert (runs["missing"], runs["new"], runs["not comparable"], metrics["missing"], metrics["new"]) == (1, 4, 1, 1, 1)
-    assert footer.startswith("ok: 2 runs compared") and status == 0
+    assert footer.startswith("FAIL: 2 runs compared, 1 regressions") and status == 1   # the missing run
 
 
 # --- what does not change records does not make runs incomparable -------------------------------
@@ -331,3 +331,93 @@ def test_a_declared_tolerance_wins():
     from bench.compare import practical_tolerance
     assert practical_tolerance({"value": 5.0, "tolerance": 0.25}) == 0.25
     assert practical_tolerance({"value": 5.0, "tolerance": 0}) == 0
+
+
+# --- the gate never passes a run that dropped out, was swapped or cut short (issue 52) ----------
+
+def one_line(capsys, argv):
+    """(exit status, stderr) of a CLI call whose stderr must be at most one line, no traceback."""
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) <= 1 and "Traceback" not in err, err
+    return status, err
+
+
+def test_a_base_run_missing_from_new_fails_unless_allowed(tmp_path, capsys):
+    base, new = copy_runs(tmp_path / "base", "sudoku", "hmm"), copy_runs(tmp_path / "new", "sudoku", "hmm")
+    for label in ("eb:gamma=0.3", "topk:k=3"):
+        path, summary = summary_of(new, "sudoku", label)
+        (path.parent / summary["records_file"]).unlink()
+        path.unlink()
+    status, rows, footer = compared(base, new)
+    assert status == 1 and footer.startswith("FAIL") and "2 missing" in footer
+    argv = ["compare", str(base), str(new), "--allow-missing", "sudoku/eb:gamma=0.3"]
+    assert one_line(capsys, argv)[0] == 1   # the other one is still missing
+    assert one_line(capsys, argv + ["--allow-missing", "sudoku/topk:k=3"])[0] == 0
+    status, err = one_line(capsys, argv + ["--allow-missing", "sudoku/topk:k=4"])
+    assert status == 2 and "'sudoku/topk:k=4' names no run of BASE" in err
+
+
+def with_headers(folder):
+    """Rewrite every records file under ``folder`` as `bench run` writes one now: a header line
+    naming its run, then its records (the summary's checksum updated)."""
+    for path in folder.rglob("*.json"):
+        summary = json.loads(path.read_text())
+        records_path = path.parent / summary["records_file"]
+        text = records_file_text(summary["config"], [json.loads(x) for x in records_path.read_text().splitlines()])
+        records_path.write_text(text)
+        summary["records_sha256"] = text_digest(text)
+        path.write_text(json.dumps(summary))
+    return folder
+
+
+@pytest.mark.parametrize("side", ["base", "new"])
+def test_records_of_another_run_under_a_summary_are_refused(tmp_path, capsys, side):
+    """Sequential's records copied under EB's summary, the checksum and count updated to match:
+    the records' header names sequential's run, so the gate refuses the pair (exit 2, one line)."""
+    folders = {name: with_headers(copy_runs(tmp_path / name, "hmm")) for name in ("base", "new")}
+    assert compared(folders["base"], folders["new"])[0] == 0   # the headers alone change nothing
+    path, summary = summary_of(folders[side], "hmm", "eb:gamma=2")
+    other_path, other = summary_of(folders[side], "hmm", "sequential")
+    text = (other_path.parent / other["records_file"]).read_text()
+    (path.parent / summary["records_file"]).write_text(text)
+    summary.update(records_sha256=text_digest(text), n_samples=other["n_samples"])
+    path.write_text(json.dumps(summary))
+    status, err = one_line(capsys, ["compare", str(folders["base"]), str(folders["new"])])
+    assert status == 2 and path.name in err and "records of another run" in err and "sequential" in err
+
+
+def test_records_of_another_run_are_refused_by_every_reader(tmp_path):
+    """The check lives in bench.results.check_records, which every reader (run, report, rescore,
+    compare, the Ray executor, the tasks' readers) goes through."""
+    from bench.results import check_records
+    folder = with_headers(copy_runs(tmp_path / "r", "hmm"))
+    path, summary = summary_of(folder, "hmm", "eb:gamma=2")
+    assert check_records(summary, path.parent / summary["records_file"])[1] is None
+    summary["config"]["seed"] = 7
+    assert "records of another run" in check_records(summary, path.parent / summary["records_file"])[1]
+
+
+@pytest.mark.parametrize("keep", [0.1, 0.5, 0.99])
+def test_a_truncated_new_summary_exits_2_in_one_line(tmp_path, capsys, keep):
+    base, new = copy_runs(tmp_path / "base", "sudoku"), copy_runs(tmp_path / "new", "sudoku")
+    path, _ = summary_of(new, "sudoku", "eb:gamma=0.3")
+    text = path.read_text()
+    path.write_text(text[: int(len(text) * keep)])
+    status, err = one_line(capsys, ["compare", str(base), str(new)])
+    assert status == 2 and path.name in err and "not JSON" in err
+
+
+@ONCE
+@given(n=st.integers(400, 1000), changed=st.integers(10, 40), seed=st.integers(0, 2 ** 16))
+def test_passes_marked_worse_fail_even_within_5_percent(tmp_path_factory, n, changed, seed):
+    """One more pass on 10-40 inputs of 400-1,000 (mean passes about 40: at most 0.25% worse) is
+    beyond noise: `worse`, and the default limits fail it (they allowed 5% before)."""
+    rng = np.random.default_rng(seed)
+    passes = rng.integers(30, 50, n)
+    more = passes.copy()
+    more[rng.choice(n, changed, replace=False)] += 1
+    folder = tmp_path_factory.mktemp("passes")
+    base, new = count_run(folder / "b", "passes", passes, False), count_run(folder / "n", "passes", more, False)
+    status, rows, _ = compared(base, new, DEFAULT_FAIL_ON)
+    assert rows[("sudoku", "topk:k=3", "passes")] == "worse" and status == 1

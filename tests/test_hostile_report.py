@@ -125,3 +125,50 @@ def test_the_committed_reports_are_written_from_the_committed_results_only(tmp_p
     assert "the committed reports/" in err and not list(shipped_reports.iterdir())
     assert main(["report", "--results", str(shipped_results), "--docs", ""]) == 0   # the default pair
     assert (shipped_reports / "pareto_sudoku.png").is_file()
+
+
+# --- summaries that cannot be shown are skipped, one line each, and counted (issue 52) ----------
+
+def drop(key):
+    return lambda summary, folder: summary.pop(key)
+
+
+def delete_records(summary, folder):
+    summary["records_file"] = "deleted.jsonl"   # named, but not there
+
+
+def nan_value(summary, folder):
+    summary["metrics"][0]["value"] = float("nan")
+
+
+@pytest.mark.parametrize("damage,why", [(drop("provenance"), "has no provenance"), (drop("model"), "has no model"),
+                                        (delete_records, "'deleted.jsonl', which is missing"),
+                                        (nan_value, "with value nan, not a finite number")])
+def test_an_incomplete_summary_is_skipped_in_one_line_and_counted(tmp_path, capsys, damage, why):
+    results = results_in(tmp_path / "results")
+    summary = json.loads(json.dumps(RUNS[1]))
+    summary["label"] = summary["config"]["strategy_spec"] = "eb:gamma=0.5,order=entropy"
+    damage(summary, results)
+    (results / "damaged.json").write_text(json.dumps(summary))
+    assert main(["report", "--results", str(results), "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    named = [line for line in err if "damaged.json" in line]
+    assert len(named) == 1 and why in named[0], err
+    assert err[-1].startswith("skipped 1 result file(s)"), err
+    table = (tmp_path / "out" / "table_sudoku.md").read_text()
+    assert "gamma=0.5" not in table and "nan" not in table.lower()
+
+
+def test_a_nan_metric_is_refused_at_write_time_naming_it(tmp_path, monkeypatch):
+    """A task whose summary holds a NaN: one line naming the metric, no summary or records written."""
+    from bench.registry import parse_strategy
+    from bench.run.cell import Run
+    from bench.run.local import run_one
+    from tasks.sudoku.task import SudokuTask
+    task = SudokuTask()
+    summarize = task.summarize
+    monkeypatch.setattr(task, "summarize", lambda records: [{**m, "ci_low": float("nan")} for m in summarize(records)])
+    run = Run(task, task.load_model(), task.eval_set(2, 0), parse_strategy("topk:k=9"), "topk:k=9", 0, 2, out=tmp_path)
+    with pytest.raises(BenchError, match=r"sudoku topk:k=9: its summary has metric '\w+' with ci_low nan"):
+        run_one(run)
+    assert not [p for p in tmp_path.rglob("*") if p.suffix in (".json", ".jsonl") and "partial" not in p.name]

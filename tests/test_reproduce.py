@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from bench.errors import BenchError
 from bench.provenance import numerics, provenance
 from bench.registry import parse_strategy
-from bench.results import batch_line, read_batches, run_id, run_records, write_text_atomic
+from bench.results import batch_line, read_batches, read_records, run_id, run_records, write_text_atomic
 from bench.run.cell import Run, result_paths
 from bench.run.local import run_one
 from bench.run.verify import FLOAT_ATOL, FLOAT_RTOL, record_difference
@@ -95,7 +95,7 @@ def hmm_paths(hmm, out, spec="topk:k=8"):
 def restamp(summary_path, records_path, edit, platform=None):
     """Edit a complete run's records (``edit`` of each record) and re-stamp its checksum, as a run
     made on another machine would look; ``platform`` replaces the numerics it records."""
-    records = [edit(json.loads(line)) for line in records_path.read_text().splitlines()]
+    records = [edit(r) for r in read_records(records_path)]
     text = "".join(json.dumps(r) + "\n" for r in records)
     write_text_atomic(records_path, text)
     summary = json.loads(summary_path.read_text())
@@ -161,8 +161,7 @@ def sudoku_run(sudoku, out, spec):
 
 
 def records_of(path):
-    return [{k: v for k, v in json.loads(line).items() if k != "batch_seconds"}
-            for line in path.read_text().splitlines()]
+    return [{k: v for k, v in record.items() if k != "batch_seconds"} for record in read_records(path)]
 
 
 @pytest.mark.parametrize("kind", ["foreign", "edited", "cut"])

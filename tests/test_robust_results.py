@@ -11,7 +11,7 @@ import pytest
 
 from bench.errors import BenchError
 from bench.registry import parse_strategy
-from bench.results import check_records, scan_results, write_text_atomic
+from bench.results import check_records, read_records, scan_results, write_text_atomic
 from bench.run.cell import Run, cell_lock, decode_run, result_paths
 from bench.run.local import run_one
 from bench.run.verify import draws_randomly, verify_rows
@@ -162,7 +162,7 @@ def test_a_complete_run_is_decoded_again_and_must_reproduce(sudoku, tmp_path, ca
     run(sudoku, tmp_path, verify=4)
     assert "4 inputs decoded again reproduce it" in capsys.readouterr().err
     summary_path, records_path, _ = paths_of(sudoku, tmp_path)
-    records = [json.loads(line) for line in records_path.read_text().splitlines()]
+    records = read_records(records_path)
     records[-1]["passes"] += 1  # as if the stored results came from other code or weights
     text = "".join(json.dumps(r) + "\n" for r in records)
     records_path.write_text(text)
@@ -193,7 +193,7 @@ def test_sampled_runs_are_verified_too(sudoku, tmp_path, capsys):
     run(sudoku, tmp_path, "learned:T=5,mode=sample", verify=4)
     assert "4 inputs decoded again reproduce it (their random draws included)" in capsys.readouterr().err
     summary_path, records_path, _ = paths_of(sudoku, tmp_path, "learned:T=5,mode=sample")
-    records = [json.loads(line) for line in records_path.read_text().splitlines()]
+    records = read_records(records_path)
     records[0]["passes"] += 1   # as if its draws had been different
     text = "".join(json.dumps(r) + "\n" for r in records)
     records_path.write_text(text)

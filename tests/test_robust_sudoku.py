@@ -1,12 +1,12 @@
 """Issue 18, Sudoku scores: solved means a valid completion that keeps the givens (so puzzles with
 several solutions are not scored against one of them), puzzles without blanks are refused by
 line, and the run line counts the puzzles that are not unique."""
-import json
 
 import numpy as np
 import pytest
 
 from bench.registry import parse_strategy
+from bench.results import read_records
 from bench.run.cell import Run, inputs_line
 from bench.run.local import run_one
 from tasks.sudoku.data import TEST_SET, check_solutions, read_puzzles
@@ -101,7 +101,7 @@ def blanked_run(tmp_path_factory, test_set):
     model, eval_set = task.load_model(), task.eval_set(None, 0)
     summary = run_one(Run(task, model, eval_set, parse_strategy("sequential"), "sequential", 0, None, out=folder))
     (records_path,) = (folder / "sudoku").glob("*.jsonl")
-    records = [json.loads(line) for line in records_path.read_text().splitlines()]
+    records = read_records(records_path)
     return task, eval_set, summary, records, grids
 
 

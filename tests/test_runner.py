@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from bench.results import load
+from bench.results import load, read_records
 from conftest import ROOT, run_cli
 from tasks.sudoku.checkpoint import DEFAULT_WEIGHTS
 from tasks.sudoku.data import TEST_SET, read_puzzles
@@ -32,7 +32,7 @@ def quick_run(tmp_path_factory, model_copy):
 
 def records_of(folder, prefix):
     path = next((folder / "sudoku").glob(f"{prefix}*.jsonl"))
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return read_records(path)
 
 
 def test_run_writes_summaries_with_provenance_and_records(quick_run):

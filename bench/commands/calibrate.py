@@ -17,8 +17,9 @@ def add_arguments(parser):
                              "writing the file its presets read (bench.settings.BudgetCalibration)")
     parser.add_argument("--only", help="with --budgets: only these comma-separated knob templates, as the "
                                        "task's settings name them")
-    parser.add_argument("--validation", default="validation",
-                        help="with --budgets: the folder of the task's validation runs, which bracket the search")
+    parser.add_argument("--validation",
+                        help="with --budgets: the folder of the task's validation runs, which bracket the search "
+                             "(default: validation; it must exist)")
 
 
 @register_command("calibrate", "set a strategy knob so that mean passes hit a budget on the validation split",
@@ -28,6 +29,9 @@ def calibrate_command(args):
     from bench.errors import BenchError
     if args.budgets:
         return calibrate_table(args)
+    if args.validation is not None:
+        raise BenchError("--validation is read only with --budgets (the knob search of one strategy "
+                         "decodes the validation split itself)")
     missing = [f"--{name}" for name in ("strategy", "knob", "budget", "range") if getattr(args, name) is None]
     if missing:
         raise BenchError(f"calibrate needs {', '.join(missing)} (or --budgets for the task's budget table)")
@@ -52,7 +56,11 @@ def calibrate_table(args):
         raise BenchError("--budgets takes the knobs, ranges and inputs from the task's settings; "
                          "give it without --strategy, --knob, --budget, --range and --limit")
     only = split_specs(args.only) if args.only else None
-    entries = calibrate_budgets(args.task, Path(args.validation), only)
+    validation = Path(args.validation or "validation")
+    if not validation.is_dir():
+        raise BenchError(f"--validation {validation}: no such folder; give the folder of the task's validation "
+                         "runs (bench run --preset validation writes validation/)")
+    entries = calibrate_budgets(args.task, validation, only)
     return 0 if all(e["within"] for e in entries) else 1
 
 

@@ -11,9 +11,12 @@ def add_arguments(parser):
     parser.add_argument("new", help="the results to check: a folder or one result .json")
     parser.add_argument("--fail-on", default=DEFAULT_FAIL_ON,
                         help="METRIC:LIMIT,... allowed worsening per metric (default: %(default)s; see above)")
+    parser.add_argument("--allow-missing", action="append", default=[], metavar="TASK/RUN",
+                        help="a BASE run that NEW may lack (repeatable), e.g. hmm/eb:gamma=2; "
+                             "any other missing run is a regression")
 
 
 @register_command("compare", "compare two sets of results; exit 1 on a regression", add_arguments)
 def compare(args):
     from bench.compare import compare
-    return compare(args.base, args.new, args.fail_on)
+    return compare(args.base, args.new, args.fail_on, allow_missing=args.allow_missing)

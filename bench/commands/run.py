@@ -19,7 +19,7 @@ def add_run_arguments(parser):
     parser.add_argument("--strategies", help="comma-separated specs NAME or NAME:key=value,... (`bench list` "
                                              "names them; default: the preset's sweep per task)")
     parser.add_argument("--seed", type=int, help="seed of every sampled choice, 0 to 2**32 - 1 (default: the "
-                                                 "preset's, 0)")
+                                                 "preset's seeds; with --strategies and no --preset, 0)")
     parser.add_argument("--limit", type=int, help="only the first N inputs (default: the preset's; all)")
     parser.add_argument("--out", default=DEFAULT_OUT, help=f"results folder (default: {DEFAULT_OUT})")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,

@@ -13,14 +13,19 @@ def add_arguments(parser):
                         help="after training to --out, compare its weights (and those of the files written "
                              "beside it) with SHIPPED's; exit 1 where any differ (a shipped checkpoint "
                              "reproduced from its logged command)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="let --out replace a shipped (git-tracked) file; without it that is refused")
     add_placement(parser)
 
 
 @register_command("train", "train a task's model or a helper network (weights ship in the repo)", add_arguments)
 def train(args):
-    from bench.training import check_same_weights, run_training
+    from bench.training import check_out, check_same_weights, run_training, same_as_file
     if args.same_as and not args.out:
         raise BenchError("--same-as needs --out: train to another file, then compare it with the shipped one")
-    run_training(args.target, args.settings, args.out, args.task, device=args.device, dtype=args.dtype)
+    if args.out:
+        check_out(args.out, args.same_as, args.overwrite)
+    with same_as_file(args.same_as):
+        run_training(args.target, args.settings, args.out, args.task, device=args.device, dtype=args.dtype)
     if args.same_as:
         return check_same_weights(args.out, args.same_as)

@@ -3,6 +3,7 @@ which runs form a task's comparison group, what is written where, and the Markdo
 model fine-tuned from a task's compared one are left out of its group and paired with it in their
 own file (bench.report.denoisers)."""
 import os
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -75,28 +76,29 @@ def write_tables(results, task, out_dir, verdicts):
     return paths
 
 
-def task_groups(results_dir, validation_dir=None):
+def task_groups(results_dir, validation_dir=None, skipped=None):
     """task -> (its largest comparable group of results, how many runs were left out, its verdicts
     or None where its runs cannot be paired). A task with runs under ``validation_dir`` (default:
-    ``validation_folder``) gets its claims' choices made there."""
-    results = find_results(results_dir)
+    ``validation_folder``) gets its claims' choices made there. Summaries that cannot be read or
+    are incomplete are named on stderr, left out and added to ``skipped`` (a list) when given."""
+    results = find_results(results_dir, skipped)
     if not results:
         raise BenchError(f"no result files under {results_dir}; make some with: python -m bench run")
     groups = {task: comparison_group([r for r in results if r["task"] == task])
               for task in sorted({r["task"] for r in results})}
-    choices = validation_choices(validation_dir or validation_folder(results_dir), groups)
-    retrained = retrained_groups(Path(results_dir).resolve().parent / RETRAINED_OUT, groups)
+    choices = validation_choices(validation_dir or validation_folder(results_dir), groups, skipped)
+    retrained = retrained_groups(Path(results_dir).resolve().parent / RETRAINED_OUT, groups, skipped)
     return {task: (group, left_out, task_verdicts(every_seed(group, results), task, results_dir, choices.get(task),
                                                   retrained.get(task)))
             for task, (group, left_out) in groups.items()}
 
 
-def retrained_groups(folder, groups):
+def retrained_groups(folder, groups, skipped=None):
     """{task: (its runs under ``folder`` on the same inputs, model and temperature as its test
     group, every seed; ``folder``)} for every task with any (`bench run --preset retrained`)."""
     if not folder.is_dir():
         return {}
-    found = find_results(folder)
+    found = find_results(folder, skipped)
     same = {task: [r for r in found if seed_free_key(r) == seed_free_key(group[0])]
             for task, (group, _) in groups.items()}
     return {task: (runs, folder) for task, runs in same.items() if runs}
@@ -108,12 +110,12 @@ def validation_folder(results_dir):
     return Path(results_dir).resolve().parent / VALIDATION_OUT
 
 
-def validation_choices(validation_dir, groups):
+def validation_choices(validation_dir, groups, skipped=None):
     """{task: Choices} for every task of ``groups`` with runs under ``validation_dir`` on the same
     model and temperature as its test group (none where the folder does not exist)."""
     if not Path(validation_dir).is_dir():
         return {}
-    found, out = find_results(validation_dir), {}
+    found, out = find_results(validation_dir, skipped), {}
     for task, (group, _) in groups.items():
         same = [r for r in found if r["task"] == task and r["model"]["id"] == group[0]["model"]["id"]
                 and r["config"].get("temperature") == group[0]["config"].get("temperature")]
@@ -227,7 +229,8 @@ def report(results_dir, out_dir=None, docs_root=None):
     out_dir = report_folder(results_dir, out_dir)
     check_writable(out_dir)
     os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
-    groups = task_groups(results_dir)
+    skipped = []
+    groups = task_groups(results_dir, skipped=skipped)
     styles = family_styles(r["strategy"] for group, _, _ in groups.values() for r in group)
     out_dir.mkdir(parents=True, exist_ok=True)
     drawn = []
@@ -249,5 +252,8 @@ def report(results_dir, out_dir=None, docs_root=None):
     if docs_root:
         for path in sync_markdown(docs_root, out_dir):
             print(f"rewrote report tables in {path}")
+    if skipped:
+        print(f"skipped {len(skipped)} result file(s) that cannot be read or are incomplete "
+              "(each named above as 'skipped result file')", file=sys.stderr)
     print(f"report written to {out_dir}")
     return out_dir

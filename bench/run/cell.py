@@ -22,6 +22,7 @@ from tqdm import tqdm
 from bench.core import Task
 from bench.decode import FirstPasses, decode
 from bench.device import Placement, model_placement
+from bench.errors import BenchError
 from bench.provenance import provenance
 from bench.registry import canonical, strategy_params
 from bench.report.render import render_text
@@ -30,8 +31,9 @@ from bench.results import (
     append_batch,
     check_records,
     load_json,
+    metric_value_problem,
     read_batches,
-    records_text,
+    records_file_text,
     run_id,
     summary_problem,
     text_digest,
@@ -243,9 +245,13 @@ def decode_run(run, model=None):
     run's model (default ``run.model``; the Ray driver names the cells' placement)."""
     summary_path, records_path, partial_path = run.paths
     records = decode_batches(run, partial_path)
-    text = records_text(records)
+    text = records_file_text(run.config, records)   # its header names the run (bench.results)
     summary = summarize(run, records, model or run.model)
     summary.update(records_file=records_path.name, records_sha256=text_digest(text))
+    problem = next(filter(None, map(metric_value_problem, summary["metrics"])), None)
+    if problem:   # named here; to_json would refuse it too, without the name
+        raise BenchError(f"{run.task.name} {run.label}: its summary {problem}; nothing was written "
+                         f"(finished batches stay in {partial_path})")
     summary_text = to_json(summary, indent=1)  # a NaN fails here, before anything is written
     write_text_atomic(records_path, text)
     write_text_atomic(summary_path, summary_text)

@@ -106,6 +106,35 @@ def set_temperature(tasks, temperature):
     return tasks
 
 
+def same_data(given, split_data):
+    """Whether --data ``given`` names the file or split ``split_data`` (paths compared resolved)."""
+    if Path(given).exists() and Path(split_data).exists():
+        return Path(given).resolve() == Path(split_data).resolve()
+    return str(given) == str(split_data)
+
+
+def check_split_data(preset, task_names, data):
+    """A split's folder holds only that split: with a validation preset --data must be the task's
+    validation data (or left out), and without one it must not be (its runs would mix validation
+    inputs into the test results, or test inputs into the folder choices are made from)."""
+    from bench.settings import task_settings
+    if not data:
+        return
+    for name in split_specs(task_names or ""):
+        settings = task_settings(name)
+        split = settings.validation if settings is not None else None
+        if split is None or split.data is None:
+            continue
+        same = same_data(data, split.data)
+        if preset.split == "validation" and not same:
+            raise BenchError(f"--preset {preset.name} runs task {name}'s validation split ({split.data}); --data "
+                             f"{data} is other data, which would go into {preset.out or 'its folder'}/ where choices "
+                             f"are made: leave --data out")
+        if preset.split != "validation" and same:
+            raise BenchError(f"--data {data} is task {name}'s validation split; run it with --preset validation "
+                             f"(its runs go to validation/, apart from the test runs the claims are tested on)")
+
+
 def make_tasks(task_names, data, model, plan_data=None):
     """The tasks named, with --data and --model (one task only) or each task's input file from its
     plan (``plan_data``: task -> path or None, a validation split)."""

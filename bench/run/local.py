@@ -7,6 +7,7 @@ import sys
 import time
 
 from bench.device import model_placement, placement
+from bench.errors import BenchError
 from bench.presets import get_preset, plan
 from bench.run import DEFAULT_OUT
 from bench.run.cell import (
@@ -22,6 +23,7 @@ from bench.run.checks import (
     check_arguments,
     check_executor,
     check_out_dir,
+    check_split_data,
     make_tasks,
     parse_specs,
     prepare,
@@ -35,14 +37,27 @@ def load_tasks(args, where=None):
     """(task, its plan, its (label, strategy)s, its model, {seed: inputs}) of every task of the
     command, after every check (specs, --out, data, models, helpers); models placed on ``where``."""
     plans = plan(args.preset, args.tasks, args.strategies, args.limit, args.seed)
+    check_split_data(get_preset(args.preset or "default"), ",".join(p.task for p in plans), args.data)
     args.out = split_out(args)
     tasks = set_temperature(make_tasks(",".join(p.task for p in plans), args.data, args.model,
                                        {p.task: p.data for p in plans}), getattr(args, "temperature", None))
     parsed = [parse_specs(p.specs) for p in plans]
     check_out_dir(args.out, [task.name for task in tasks])
     loaded = [prepare(task, strategies, p, args.model, where) for task, strategies, p in zip(tasks, parsed, plans)]
+    for task, (_, eval_sets) in zip(tasks, loaded):
+        check_limit(task, args.limit, eval_sets)
     return [(task, p, strategies, model, eval_sets)
             for task, p, strategies, (model, eval_sets) in zip(tasks, plans, parsed, loaded)]
+
+
+def check_limit(task, limit, eval_sets):
+    """--limit beyond the inputs a task's data holds is a one-line error saying how many there are
+    (docs/running.md): a run named "--limit 100000" that decoded 1,000 would be misnamed, and the
+    whole split of a slow task is rarely what was meant."""
+    held = min(len(eval_set) for eval_set in eval_sets.values())
+    if limit is not None and limit > held:
+        raise BenchError(f"--limit {limit}: task {task.name}'s data holds {held} inputs; "
+                         f"give --limit {held} or less (or leave it out for all {held})")
 
 
 def split_out(args):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from bench.checkpoints import file_id
+from bench.checkpoints import file_id, helper_file
 from bench.core import Strategy, all_finite
 from bench.device import helper_device, run_helper
 from bench.errors import BenchError
@@ -61,7 +61,7 @@ class Learned(Strategy):
     def bind(self, task, model):
         """Load the policy of budget T that belongs to ``model`` (with init, the initialisation its
         training saved beside it); a missing or foreign one is an error."""
-        path = Path(self.policy) if self.policy else Path(task.weights_dir) / file_name(self.T)
+        path = helper_file(self.policy) if self.policy else Path(task.weights_dir) / file_name(self.T)
         if self.init:
             path = path.with_name(path.stem + "_init.pt")
         self.network = load_policy(path, model.checkpoint_id, task.name, self.T).to(helper_device(model))

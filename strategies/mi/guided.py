@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import torch
 
-from bench.checkpoints import file_id
+from bench.checkpoints import file_id, helper_file
 from bench.core import Strategy
 from bench.device import helper_device, run_helper
 from bench.errors import BenchError
@@ -40,7 +40,7 @@ class MIGuided(Strategy):
 
     def bind(self, task, model):
         """Load the estimator that belongs to ``model``; a missing or foreign one is an error."""
-        path = Path(self.estimator) if self.estimator else Path(task.weights_dir) / FILE_NAME
+        path = helper_file(self.estimator) if self.estimator else Path(task.weights_dir) / FILE_NAME
         self.network = load_estimator(path, model.checkpoint_id, task.name).to(helper_device(model))
         self.estimator_id = file_id(path)
         self.estimator_path = path

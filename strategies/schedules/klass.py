@@ -6,7 +6,7 @@ from typing import ClassVar
 import torch
 
 from bench.core import Strategy
-from bench.registry import register_strategy
+from bench.registry import PASSES_PER_POSITION, bounded, register_strategy
 from strategies.ordering import block_eligible, block_field, check_block, top_k_mask
 from strategies.schedules.parts import block_counts, block_steps, check_steps, quota
 from strategies.schedules.scheduled import schedule_position, start_schedule_memory
@@ -30,8 +30,8 @@ class KLASS(Strategy):
     name: ClassVar[str] = "klass"
     kappa: float = 0.01
     tau: float = 0.9
-    history: int = 2
-    steps: int = 16
+    history: int = bounded(2, per_position=1)
+    steps: int = bounded(16, per_position=PASSES_PER_POSITION)
     block: int = block_field()
 
     def __post_init__(self):

@@ -7,7 +7,7 @@ import torch
 
 from bench.core import Strategy
 from bench.errors import BenchError
-from bench.registry import register_strategy
+from bench.registry import PASSES_PER_POSITION, bounded, register_strategy
 from strategies.ordering import block_eligible, block_field, block_positions, check_block, top_k_mask
 from strategies.schedules import BACKGROUND_TASK
 from strategies.schedules.parts import block_counts, block_steps, check_steps, quota
@@ -27,7 +27,7 @@ class PCSampler(Strategy):
     requires: ClassVar[tuple] = (BACKGROUND_TASK,)
     lam: float = 0.25
     alpha: float = 10.0
-    steps: int = 16
+    steps: int = bounded(16, per_position=PASSES_PER_POSITION)
     block: int = block_field()
 
     def __post_init__(self):

@@ -10,7 +10,7 @@ from typing import ClassVar
 import torch
 
 from bench.core import Selection, Strategy
-from bench.registry import register_strategy
+from bench.registry import PASSES_PER_POSITION, bounded, register_strategy
 from strategies.ordering import block_positions, check_block, rank_masked
 from strategies.schedules.parts import block_counts, block_steps, check_choice, check_steps
 from strategies.schedules.scheduled import schedule_position, start_schedule_memory
@@ -63,7 +63,7 @@ class ReMDM(Strategy):
     remasks: ClassVar[bool] = True
     sigma: str = field(default="cap", metadata={"choices": SIGMAS})
     eta: float = 0.02
-    steps: int = 16
+    steps: int = bounded(16, per_position=PASSES_PER_POSITION)
 
     def __post_init__(self):
         check_choice("sigma", self.sigma, SIGMAS)
@@ -115,7 +115,7 @@ class RCR(Strategy):
     whole input; the steps must be at least the blocks)."""
     name: ClassVar[str] = "rcr"
     remasks: ClassVar[bool] = True
-    steps: int = 16
+    steps: int = bounded(16, per_position=PASSES_PER_POSITION)
     block: int = 0
 
     def __post_init__(self):
@@ -149,7 +149,7 @@ class DPLM(Strategy):
     start; a position's score is its confidence when revealed; masked ones are scored now)."""
     name: ClassVar[str] = "dplm"
     remasks: ClassVar[bool] = True
-    steps: int = 16
+    steps: int = bounded(16, per_position=PASSES_PER_POSITION)
 
     def __post_init__(self):
         check_steps(self.steps)

@@ -7,7 +7,7 @@ from typing import ClassVar
 import torch
 
 from bench.core import Strategy
-from bench.registry import register_strategy
+from bench.registry import PASSES_PER_POSITION, bounded, register_strategy
 from strategies.ordering import block_eligible, check_block, top_k_mask
 from strategies.schedules.parts import (
     SCHEDULES,
@@ -59,7 +59,7 @@ class Scheduled(Strategy):
     name: ClassVar[str] = "schedule"
     score: str = score_field()
     schedule: str = schedule_field()
-    steps: int = 16
+    steps: int = bounded(16, per_position=PASSES_PER_POSITION)
     k: int = 1
     block: int = 0
 

@@ -30,7 +30,7 @@ from bench.errors import BenchError
 from bench.provenance import provenance
 from bench.registry import TASKS, load_plugins, parse_strategy
 from bench.rescore import rescore_summary, summaries
-from bench.results import records_text, run_records, text_digest, write_text_atomic
+from bench.results import records_file_text, run_records, text_digest, write_text_atomic
 from bench.settings import order_is_drawn
 
 DERIVED = ("log_q_orders", "log_q_orders_half", "orders")
@@ -81,7 +81,7 @@ def estimate_run(path, summary, task, model, orders):
     full, half = log_mean_exp(log_q), log_mean_exp(log_q[:, : orders // 2])
     for record, a, b in zip(records, full.tolist(), half.tolist()):
         record.update(log_q_orders=round(a, 6), log_q_orders_half=round(b, 6), orders=orders)
-    text = records_text(records)
+    text = records_file_text(summary["config"], records)
     write_text_atomic(Path(path).parent / summary["records_file"], text)
     summary.update(records_sha256=text_digest(text), derived_fields=list(DERIVED),
                    order_estimate={"orders": orders, "seconds": round(time.perf_counter() - started, 1),

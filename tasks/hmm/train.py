@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from bench.registry import bounded
 from tasks.hmm import chain
 from tasks.hmm.model import HMMTransformer, save_mdm
 
@@ -23,8 +24,8 @@ log = logging.getLogger("train.hmm_mdm")
 
 @dataclass
 class TrainConfig:
-    steps: int = 4000         # optimiser steps
-    batch_size: int = 128     # sequences per step (fresh samples each step)
+    steps: int = bounded(4000, low=1)         # optimiser steps
+    batch_size: int = bounded(128, low=1)     # sequences per step (fresh samples each step)
     lr: float = 2e-3          # peak learning rate (cosine decay, linear warm-up)
     warmup: int = 200
     weight_decay: float = 0.01

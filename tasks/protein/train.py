@@ -23,6 +23,7 @@ from bench.checkpoints import file_id
 from bench.device import selected
 from bench.errors import BenchError
 from bench.files import MissingFile
+from bench.registry import bounded
 from strategies.mi.contexts import random_masks
 from tasks.protein.encoding import encode
 from tasks.protein.model import AA_IDS, MASK_ID, STAGE1_WEIGHTS, build_esmc, load_protein_model, save_protein_checkpoint
@@ -40,8 +41,8 @@ class ProteinModelConfig:
 
 @dataclass
 class ProteinTrainConfig:
-    steps: int = 3200        # optimiser steps
-    batch_size: int = 64     # sequences per step
+    steps: int = bounded(3200, low=1)        # optimiser steps
+    batch_size: int = bounded(64, low=1)     # sequences per step
     lr: float = 1e-3         # peak learning rate (linear warm-up, cosine decay)
     warmup: int = 200        # warm-up steps
     weight_decay: float = 0.01

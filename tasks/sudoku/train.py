@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from bench.device import selected
+from bench.registry import bounded
 from tasks.sudoku.checkpoint import DEFAULT_WEIGHTS, save_checkpoint
 from tasks.sudoku.data import training_set
 from tasks.sudoku.model import SudokuMDM
@@ -25,8 +26,8 @@ log = logging.getLogger("train.sudoku")
 
 @dataclass
 class TrainConfig:
-    steps: int = 2400             # optimiser steps
-    batch_size: int = 128         # puzzles per step
+    steps: int = bounded(2400, low=1)             # optimiser steps
+    batch_size: int = bounded(128, low=1)         # puzzles per step
     lr: float = 1e-3              # peak learning rate (cosine decay, linear warm-up)
     warmup: int = 100             # warm-up steps
     weight_decay: float = 0.01    # AdamW weight decay
