@@ -306,3 +306,15 @@ def test_the_committed_page_in_a_real_browser(driver, tmp_path):
     check_page(driver, COMMITTED, tmp_path)
     tasks = page_data(COMMITTED)["plots"]
     assert sorted(p.name for p in tmp_path.glob("plot_*.png")) == sorted(f"plot_{t}.png" for t in tasks)
+
+
+def test_the_markdown_the_report_writes_becomes_html():
+    from bench.report.page import markdown_html
+    text = "Intro with `code` and **bold**, *it*.\n\n- **idea**:\n  - at 8 passes: +0.1\n  - `a` minus `b`\n- two\n\n" \
+           "| a | b |\n|---|---|\n| **x** | 1 < 2 |\n"
+    assert markdown_html(text) == (
+        "<p>Intro with <code>code</code> and <strong>bold</strong>, <em>it</em>.</p>"
+        "<ul><li><strong>idea</strong>:<ul><li>at 8 passes: +0.1</li><li><code>a</code> minus <code>b</code>"
+        "</li></ul></li><li>two</li></ul>"
+        '<table class="sortable"><thead><tr><th>a</th><th>b</th></tr></thead><tbody><tr><td><strong>x</strong></td>'
+        "<td>1 &lt; 2</td></tr></tbody></table>")

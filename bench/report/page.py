@@ -20,12 +20,15 @@ from bench.report.figures import error_bars, family_front, lower_end_of, referen
 from bench.report.render import (
     ablations_markdown,
     budget_rows,
+    budget_shown_text,
     choices_markdown,
+    ci_text,
     claims_markdown,
     cost_table,
     metric_names,
     metric_text,
     p_text,
+    shown_text,
     speedup_table,
     summary_rows,
 )
@@ -142,7 +145,9 @@ def metric_figure(group, task, metric, styles, costs):
     layout = {"xaxis": {"type": "log", "title": {"text": "mean forward passes per sample (log scale)"},
                         "tickvals": log_ticks(min(passes), max(passes))},
               "yaxis": {"title": {"text": f"{quality['label']} ({direction} is better)"}},
-              "shapes": shapes, "hovermode": "closest", "hoverlabel": {"align": "left"}, "height": 600, "margin": {"t": 30, "r": 10},
+              "shapes": shapes, "hovermode": "closest", "hoverlabel": {"align": "left"},
+              "height": max(600, 140 + 30 * sum(t.get("showlegend", True) for t in traces)),   # the legend fits
+              "margin": {"t": 30, "r": 10},
               "legend": {"title": {"text": "family (click: hide/show)"}}}
     caption = (f"Every run of each family (filled markers, 95% CIs both ways) and its frontier (line); open markers "
                f"with a range are runs whose value is only an upper bound (their order is drawn){left}. "
@@ -231,8 +236,7 @@ def finite(value):
 
 def claim_rows(v):
     """Header and rows of every claim in ``v``'s family: what it compares, its difference and CI,
-    raw and Holm-adjusted p, and whether it is shown (the same test dicts claims_<task>.md prints)."""
-    from bench.report.render import ci_text
+    raw and Holm-adjusted p, and whether it is shown (the test dicts and verdicts claims_<task>.md prints)."""
     header = ["kind", "claim", f"difference in {v.headline} [95% CI]", "p", "Holm p", "verdict"]
     rows = []
 
@@ -240,7 +244,7 @@ def claim_rows(v):
         rows.append([kind, claim, ci_text(t["diff"], t["ci_low"], t["ci_high"], signed=True), p_text(t["p"]),
                      p_text(t.get("p_holm", np.nan)), verdict])
     for lead in v.leads:
-        pair = lead.runs and tuple(r.label for r in lead.runs) or (lead.best, lead.runner_up)
+        pair = tuple(r.label for r in lead.runs) if lead.runs else (lead.best, lead.runner_up)
         row(f"lead at {lead.budget:g} passes", f"`{pair[0]}` minus `{pair[1]}`", lead.test,
             "shown" if lead.shown else "not shown")
     for r in v.speedup:
@@ -249,13 +253,10 @@ def claim_rows(v):
                         f"({1 / r.ratio:.2f}x fewer passes)", r.diff, verdict)
     for idea, pairs, at_budgets in v.ablations:
         for t in at_budgets:
-            outside = t.get("outside", 0.0)
-            shown = t.get("p_holm", np.nan) < ALPHA and outside <= 0.05
-            row(f"ablation at {t['budget']:g} passes", f"{idea}: the idea minus its ablation", t,
-                "shown" if shown else "not shown")
+            row(f"ablation at {t['budget']:g} passes", f"{idea}: the idea minus its ablation", t, budget_shown_text(t))
         for pair in pairs:
             row("ablation, run by run", f"{idea}: `{pair['run']}` minus `{pair['ablation']}`", pair["quality"],
-                "shown" if pair["quality"].get("p_holm", np.nan) < ALPHA else "not shown")
+                shown_text(pair["quality"]))
     return header, rows
 
 
