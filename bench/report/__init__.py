@@ -10,6 +10,7 @@
 - ``canvas``: what every figure shares (print sizes, family styles, saving, the text-fit check);
 - ``figures``: the Pareto plots (matplotlib);
 - ``gallery``: reports/README.md, each figure with its caption;
+- ``page``: reports/index.html, one self-contained page (plotly), its tables the Markdown's;
 - ``docs``: report tables quoted in Markdown files kept in sync;
 - ``build``: what is written where (`python -m bench report`).
 

@@ -17,6 +17,7 @@ from bench.report.denoisers import write_denoiser_reports
 from bench.report.docs import sync_markdown
 from bench.report.figures import draw_figures
 from bench.report.gallery import write_gallery
+from bench.report.page import write_page
 from bench.report.render import (
     ablations_markdown,
     budget_rows,
@@ -249,6 +250,7 @@ def report(results_dir, out_dir=None, docs_root=None):
         if paths:
             print(f"{name}: {', '.join(p.name for p in paths)} in {out_dir}")
     print(f"figures: {write_gallery(out_dir, drawn).name} in {out_dir}")
+    print(f"page: {write_page(groups, out_dir, styles).name} in {out_dir} (open it in a browser; one file, no network)")
     if docs_root:
         for path in sync_markdown(docs_root, out_dir):
             print(f"rewrote report tables in {path}")
