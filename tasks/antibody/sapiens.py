@@ -270,7 +270,10 @@ def load_sapiens(symbols, heavy_start, light_start, source=None):
     chain's network, ``light_start`` to the light chain's (``symbols``: the task's ids, both starts
     named ``<cls>``)."""
     from bench.hf import load_hf_model
-    models = {start: load_hf_model(converted_folder(chain, source), symbols)
-              for start, chain in ((heavy_start, "heavy"), (light_start, "light"))}
-    digest = hashlib.sha256("/".join(m.checkpoint_id for m in models.values()).encode()).hexdigest()[:16]
+    chains = ((heavy_start, "heavy"), (light_start, "light"))
+    folders = {start: converted_folder(chain, source) for start, chain in chains}
+    models = {start: load_hf_model(folder, symbols) for start, folder in folders.items()}
+    # named by the fetched checkpoints' hashes (in the folders' names), not by the converted files,
+    # whose config.json names the transformers version that wrote it
+    digest = hashlib.sha256("/".join(folder.name for folder in folders.values()).encode()).hexdigest()[:16]
     return ChainModels(models, f"sapiens-{digest}")
