@@ -1,6 +1,7 @@
 """The antibody task: AntiBERTy (a published masked LM nobody here trained) fills the region of a
 germline V domain from IMGT position 11 to the end of the V gene; scored against the input's
-own germline and the nearest germline allele of its species and chain."""
+own germline and the nearest germline allele of its species and chain. ``--model sapiens``: Sapiens
+(one network per chain type, trained on human chains) on the human domains only."""
 import hashlib
 import importlib.util
 from pathlib import Path
@@ -12,7 +13,15 @@ from bench.errors import BenchError
 from bench.provenance import portable_path
 from bench.registry import register_task
 from bench.stats import mean_metric
-from tasks.antibody.encoding import CLS_ID, MASK_ID, PAD_ID, SEP_ID, VALUE_IDS, encode  # noqa: F401 (the task's ids)
+from tasks.antibody.encoding import (  # noqa: F401 (the task's ids)
+    CLS_ID,
+    LIGHT_CLS_ID,
+    MASK_ID,
+    PAD_ID,
+    SEP_ID,
+    VALUE_IDS,
+    encode,
+)
 from tasks.antibody.germlines import AMINO_ACIDS, INSTALL, SPLITS, allele_matrix, domains
 
 
@@ -61,6 +70,10 @@ def nearest_germline(region, domain, matrices):
     return float(identity[best]), names[best]
 
 
+SAPIENS = "sapiens"                 # --model sapiens
+SAPIENS_SPECIES = ("human",)        # its training chains' species: it reads only these domains
+
+
 @register_task
 class AntibodyTask(Task):
     """Antibody V domains from IMGT germlines: AntiBERTy fills IMGT 11 to the end of the V gene."""
@@ -80,40 +93,49 @@ class AntibodyTask(Task):
     order_training = {"objective": "reward", "batch": 8, "step_units": 300, "n_eval": 32,
                       "init_gamma": {5: 10.0, 10: 2.5, 15: 1.3}}
     options = {"data": "split: test (default) or validation (genes apart from test's)",
-               "model": "a Hugging Face masked-LM folder (default: AntiBERTy from the antiberty wheel)"}
+               "model": "sapiens (Sapiens 1.0.5, human domains only; fetch: python -m bench data sapiens), or a "
+                        "Hugging Face masked-LM folder (default: AntiBERTy from the antiberty wheel)"}
     install = INSTALL
 
     def __init__(self, data=None, model=None):
         if data is not None and data not in SPLITS:
             raise BenchError(f"--data {data}: the antibody task takes a split, one of {', '.join(SPLITS)}")
-        self.split, self.model_path = data or "test", model
+        self.split, self.sapiens = data or "test", model == SAPIENS
+        self.model_path = None if self.sapiens else model
         self.matrices = {}
 
     def missing(self):
-        """anarci for the inputs, antiberty for the default model (a --model folder needs none)."""
-        needed = ["anarci"] + (["antiberty"] if self.model_path is None else [])
+        """anarci for the inputs, antiberty for the default model (a --model folder and Sapiens,
+        whose weights `bench data sapiens` fetches, need none)."""
+        needed = ["anarci"] + (["antiberty"] if self.model_path is None and not self.sapiens else [])
         return [name for name in needed if importlib.util.find_spec(name) is None]
 
     def config(self):
         model = portable_path(self.model_path) if self.model_path else "antiberty==0.1.3 AntiBERTy_md_smooth"
+        if self.sapiens:
+            model = "sapiens==1.0.5 models/v1 checkpoint_vh.pt, checkpoint_vl.pt (human domains)"
         return {"data": self.split, "model": model}
 
     def symbols(self):
+        light = {LIGHT_CLS_ID: "<cls>"} if self.sapiens else {}   # a light chain's start (encoding.py)
         return {**dict(zip(VALUE_IDS.tolist(), AMINO_ACIDS)),
-                PAD_ID: "<pad>", CLS_ID: "<cls>", SEP_ID: "<eos>", MASK_ID: "<mask>"}
+                PAD_ID: "<pad>", CLS_ID: "<cls>", SEP_ID: "<eos>", MASK_ID: "<mask>", **light}
 
     def load_model(self):
         from bench.hf import load_hf_model
+        if self.sapiens:
+            from tasks.antibody.sapiens import load_sapiens
+            return load_sapiens(self.symbols(), CLS_ID, LIGHT_CLS_ID)
         if self.model_path:
             return load_hf_model(self.model_path, self.symbols())
         folder, vocab = antiberty_folder()
         return load_hf_model(folder, self.symbols(), vocab=vocab)
 
     def eval_set(self, limit=None, seed=0):
-        """The split's domains in their fixed order (the first ``limit``); the seed plays no part
-        (argmax values, a fixed region)."""
-        chosen = domains(self.split)[:limit]
-        tokens, masked = encode(chosen)
+        """The split's domains in their fixed order (the first ``limit``; Sapiens: its human ones);
+        the seed plays no part (argmax values, a fixed region)."""
+        chosen = [d for d in domains(self.split) if not self.sapiens or d.species in SAPIENS_SPECIES][:limit]
+        tokens, masked = encode(chosen, chain_starts=self.sapiens)
         text = "\n".join(f"{d.species} {d.chain} {d.v_allele} {d.j_allele} {d.sequence}" for d in chosen)
         return EvalSet(tokens=tokens, masked=masked, data_id=hashlib.sha256(text.encode()).hexdigest()[:12],
                        extras={"domains": chosen})
@@ -133,6 +155,11 @@ class AntibodyTask(Task):
             found.append({"index": row, "passes": n, "species": domain.species, "chain": domain.chain,
                           "v_allele": domain.v_allele, "region": region, **score_region(region, domain, matrices)})
         return found
+
+    def data_builders(self):
+        from tasks.antibody.sapiens import fetch_checkpoints
+        return {"sapiens": ("Sapiens 1.0.5's weights for --model sapiens (from its wheel, no dependencies)",
+                            lambda args: print(f"Sapiens weights: {fetch_checkpoints()}"))}
 
     def value_frequencies(self):
         """[20] each residue's frequency in the helper species' V domains (PC-Sampler's background):
