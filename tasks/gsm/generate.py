@@ -514,9 +514,9 @@ def draw(r):
             return (template, numbers), {"question": question, "answer": answer}
 
 
-def problems(split, n, seed):
-    """``n`` problems of ``split`` with distinct signatures (the validation and test sets), or
-    drawn afresh (``split`` 'train': repeats allowed, as a training stream), from ``seed``."""
+def signed_problems(split, n, seed):
+    """[(signature, problem)] of ``n`` problems of ``split`` from ``seed``: distinct signatures
+    for the validation and test sets; repeats allowed for 'train' (a training stream)."""
     r = random.Random(f"gsm-{split}-{seed}")
     seen, out = set(), []
     while len(out) < n:
@@ -524,8 +524,13 @@ def problems(split, n, seed):
         if split_of(*signature) != split or (split != "train" and signature in seen):
             continue
         seen.add(signature)
-        out.append(problem)
+        out.append((signature, problem))
     return out
+
+
+def problems(split, n, seed):
+    """The problems of ``signed_problems``."""
+    return [problem for _, problem in signed_problems(split, n, seed)]
 
 
 def write_sets():
