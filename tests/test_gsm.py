@@ -118,3 +118,10 @@ def test_a_tiny_model_runs_end_to_end_with_the_prompt_kept(tmp_path):
     passes = {s["strategy"]: next(m["value"] for m in s["metrics"] if m["name"] == "passes") for s in summaries}
     # one pass per position of the generation region only: the prompt is given, never decoded
     assert passes == {"sequential": generate.GEN_LENGTH, "topk": generate.GEN_LENGTH / 4}
+
+
+def test_the_task_is_in_no_preset_tier_until_its_model_is_ready_but_runs_by_name():
+    from bench.presets import PRESETS, plan, preset_tasks
+    assert all("gsm" not in preset_tasks(PRESETS[tier]) for tier in ("quick", "default", "paper", "ci"))
+    (gsm,) = plan("quick", tasks="gsm", strategies="sequential,topk:k=4", limit=20)
+    assert (gsm.task, gsm.specs, gsm.limit) == ("gsm", ["sequential", "topk:k=4"], 20)
