@@ -200,6 +200,9 @@ class Task:
     options: ClassVar[dict] = {}                # --data / --model help for `bench list`
     install: ClassVar[str] = ""                 # the command that installs what ``missing`` names
     extra_figures: ClassVar[tuple] = ()         # metrics besides the headline to draw Pareto plots of
+    in_presets: ClassVar[bool] = True           # False: presets that run every registered task leave it
+    #                                             out unless it declares specs for their tier (a task whose
+    #                                             cost there is not measured yet); --tasks NAME runs it
 
     def __init__(self, data=None, model=None):
         self.data, self.model = data, model

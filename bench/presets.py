@@ -115,7 +115,8 @@ def distinct_runs(specs):
 def preset_tasks(preset):
     """The tasks a preset runs without --tasks: those that declare specs for its tier (every
     registered task for a tier with ``any_task``), the headline task first, then in the order
-    their settings were declared."""
+    their settings were declared (a task whose class says ``in_presets = False`` only where it
+    declares specs)."""
     settings = all_task_settings()
     if preset.split == "validation":
         return sorted((name for name, s in settings.items() if s.validation),
@@ -125,7 +126,7 @@ def preset_tasks(preset):
     if not preset.any_task:
         return declared
     load_plugins()
-    return declared + sorted(set(TASKS) - set(declared))
+    return declared + sorted(name for name in set(TASKS) - set(declared) if TASKS[name].in_presets)
 
 
 def headline_tasks():
