@@ -15,6 +15,7 @@ those of the task's values, in the task's value order. ``hidden`` is the output 
 import hashlib
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import torch
@@ -95,6 +96,7 @@ def folder_id(path, vocab=None):
 
 
 def load_tokenizer(path, vocab, what):
+    check_torchvision()
     from transformers import AutoTokenizer, BertTokenizer
     try:
         if vocab is not None:
@@ -144,16 +146,20 @@ class HFMaskedLM(MaskedModel):
 
 
 def check_torchvision():
-    """A one-line error where a torchvision is installed that cannot be imported (PyPI's CUDA build
-    beside the CPU torch, which `esm` pulls in): transformers would import it and fail deep inside."""
+    """Keep a torchvision that cannot be imported out of transformers' way. `esm` asks for torchvision,
+    and PyPI's build of it may not import beside this torch ("operator torchvision::nms does not
+    exist"); transformers would then import it inside its model modules and fail. Nothing here uses
+    torchvision, so transformers is told it is absent (``_torchvision_available``, read by
+    ``is_torchvision_available``) and the suite works whether or not it is installed: a re-install
+    that brings it back breaks nothing. Call before importing a transformers model."""
     if importlib.util.find_spec("torchvision") is None:
         return
     try:
         import torchvision  # noqa: F401
-    except Exception as err:  # RuntimeError: operator torchvision::nms does not exist, OSError: CUDA libraries
-        raise BenchError(f"torchvision is installed but cannot be imported ({str(err).splitlines()[0][:100]}), "
-                         f"which breaks transformers' models; nothing here uses it: pip uninstall torchvision"
-                         ) from None
+    except Exception:  # RuntimeError: operator torchvision::nms does not exist, OSError: CUDA libraries
+        sys.modules.pop("torchvision", None)   # a half-imported module would be found again
+        import transformers.utils.import_utils as import_utils
+        import_utils._torchvision_available = False
 
 
 def load_hf_model(path, symbols, *, vocab=None, layer=-1):

@@ -175,6 +175,8 @@ def write_tokenizer(tokens, folder):
 def convert(checkpoint, dictionary, folder):
     """Write the fairseq ``checkpoint`` (with its ``dictionary``) as a Hugging Face
     ``RobertaForMaskedLM`` folder; built in a temporary folder and renamed into place."""
+    from bench.hf import check_torchvision
+    check_torchvision()
     from transformers import RobertaForMaskedLM
     args, state = read_checkpoint(checkpoint)
     tokens = read_dictionary(dictionary)
