@@ -177,18 +177,17 @@ def inline_html(text):
     return text
 
 
-def table_html(header, rows, anchor=None):
+def table_html(header, rows):
     """A sortable table (script: click a column's header) of the string cells a Markdown table holds."""
     head = "".join(f"<th>{inline_html(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{inline_html(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    ident = f' id="{anchor}"' if anchor else ""
-    return f'<table class="sortable"{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def markdown_table(lines):
     """(header, rows) of a Markdown table's lines."""
     cells = [[c.strip() for c in line.strip().strip("|").split(" | ")] for line in lines]
-    return cells[0], [row for row in cells[2:]]
+    return cells[0], cells[2:]     # the second line is the |---| rule
 
 
 def markdown_html(text):
