@@ -23,7 +23,7 @@ def cache_dir():
 def helper_file(path):
     """The file a strategy parameter names (an estimator, a policy): a relative path that is not
     there from the working directory is read from the suite's checkout, so the shipped presets'
-    helper paths (tasks/hmm/weights/exact/seeds/1/...) work from any folder; a user's own file
+    helper paths (tasks/<task>/weights/...) work from any folder; a user's own file
     is read where it is."""
     from bench.provenance import REPO
     path = Path(path)

@@ -310,7 +310,7 @@ def check_allow_missing(allowed, base):
     unknown = [name for name in allowed if name not in known]
     if unknown:
         raise BenchError(f"--allow-missing {unknown[0]!r} names no run of BASE; give TASK/RUN, RUN a run's "
-                         "label or strategy spec as the table shows it (e.g. hmm/eb:gamma=2)")
+                         "label or strategy spec as the table shows it (TASK/NAME:KEY=VALUE)")
 
 
 def run_rows(b, n, limits, allowed=()):

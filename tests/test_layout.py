@@ -93,7 +93,8 @@ ENGLISH = {"sequential", "margin", "threshold", "learned"}
 # Words that are a strategy's name and also the ordinary term for a quantity bench must name;
 # each stays only while it is still there (a stale entry fails too).
 ALLOWED = {("core.py", "margin"): "StepState.margin, the top-two probability gap every confidence rule may read",
-           ("settings.py", "margin"): "Verdicts.margin, the non-inferiority margin (the statistical term)"}
+           ("settings.py", "margin"): "Verdicts.margin, the non-inferiority margin (the statistical term)",
+           ("report/page.py", "margin"): "plotly's layout margin (the page's plot), not the strategy"}
 
 
 def plugin_names():

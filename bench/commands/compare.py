@@ -12,7 +12,7 @@ def add_arguments(parser):
     parser.add_argument("--fail-on", default=DEFAULT_FAIL_ON,
                         help="METRIC:LIMIT,... allowed worsening per metric (default: %(default)s; see above)")
     parser.add_argument("--allow-missing", action="append", default=[], metavar="TASK/RUN",
-                        help="a BASE run that NEW may lack (repeatable), e.g. hmm/eb:gamma=2; "
+                        help="a BASE run that NEW may lack (repeatable), TASK/NAME:KEY=VALUE as the table shows it; "
                              "any other missing run is a regression")
 
 
