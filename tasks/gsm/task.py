@@ -20,6 +20,7 @@ from bench.stats import mean_metric
 from tasks.gsm.data import (
     DATA_LIMIT,
     EOT,
+    N_VALUES,
     PROMPT_LENGTH,
     encode_batch,
     flexible_answer,
@@ -102,6 +103,14 @@ class GSMTask(Task):
                         "GSM8K accuracy, flexible (the last number in the answer)", field="correct_flexible"),
             mean_metric("passes", column("passes"), False, "forward passes per problem", field="passes"),
         ]
+
+    def value_frequencies(self):
+        """[V] each value's frequency in the answer regions of 2,000 training problems (seed
+        'background'), end-of-text padding included (PC-Sampler's background, strategies/schedules)."""
+        from tasks.gsm.generate import problems
+        regions = encode_batch(problems("train", 2000, "background"), with_answers=True)[:, PROMPT_LENGTH:]
+        counts = np.bincount((regions - EOT).numpy().ravel(), minlength=N_VALUES)
+        return (counts / counts.sum()).tolist()
 
     def train_model(self, settings, out):
         from tasks.gsm.hooks import train_model
