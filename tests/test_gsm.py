@@ -137,3 +137,15 @@ def test_the_task_is_in_no_preset_tier_until_its_model_is_ready_but_runs_by_name
     assert all("gsm" not in preset_tasks(PRESETS[tier]) for tier in ("quick", "default", "paper", "ci"))
     (gsm,) = plan("quick", tasks="gsm", strategies="sequential,topk:k=4", limit=20)
     assert (gsm.task, gsm.specs, gsm.limit) == ("gsm", ["sequential", "topk:k=4"], 20)
+
+
+def test_mi_contexts_keep_the_question_given_and_mask_only_the_answer_region():
+    from tasks.gsm.model import GSMMDM
+    from tasks.gsm.task import GSMTask
+    torch.manual_seed(0)
+    model = GSMMDM(GSMTransformer(GSMModelConfig(n_layers=1, d_model=24, n_heads=2, d_ff=48)), "tiny")
+    for split in ("train", "heldout", "ood"):
+        tokens, masked = GSMTask().mi_contexts(model, split, 16, torch.Generator().manual_seed(3))
+        assert tokens.shape == masked.shape == (16, PROMPT_LENGTH + generate.GEN_LENGTH)
+        assert not masked[:, :PROMPT_LENGTH].any() and masked.any(1).all()
+        assert (tokens[:, :PROMPT_LENGTH] > 0).all()   # the question (or its padding), never a mask id
