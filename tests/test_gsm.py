@@ -149,3 +149,15 @@ def test_mi_contexts_keep_the_question_given_and_mask_only_the_answer_region():
         assert tokens.shape == masked.shape == (16, PROMPT_LENGTH + generate.GEN_LENGTH)
         assert not masked[:, :PROMPT_LENGTH].any() and masked.any(1).all()
         assert (tokens[:, :PROMPT_LENGTH] > 0).all()   # the question (or its padding), never a mask id
+
+
+def test_training_checkpoints_and_resumes_and_refuses_another_models_state(tmp_path):
+    from bench.errors import BenchError
+    from tasks.gsm.train import TrainConfig, resume_path, train
+    tiny, out = GSMModelConfig(n_layers=1, d_model=24, n_heads=2, d_ff=48), tmp_path / "m.pt"
+    train(tiny, TrainConfig(steps=2, eval_every=0, checkpoint_minutes=0), out)
+    assert torch.load(out, weights_only=True)["meta"]["step"] == 2 and resume_path(out).is_file()
+    train(tiny, TrainConfig(steps=3, eval_every=0, checkpoint_minutes=0), out)   # resumes at step 2
+    assert torch.load(resume_path(out), weights_only=True)["step"] == 3
+    with pytest.raises(BenchError, match="holds the state of another model"):
+        train(GSMModelConfig(n_layers=2, d_model=24, n_heads=2, d_ff=48), TrainConfig(steps=4, eval_every=0), out)
