@@ -102,22 +102,34 @@ def test_the_answer_region_reads_up_to_the_first_end_of_text():
     assert generated_text(row) == "#### 12"
 
 
-def test_a_tiny_model_runs_end_to_end_with_the_prompt_kept(tmp_path):
+def test_a_tiny_model_runs_every_strategy_without_helpers_end_to_end_with_the_prompt_kept(tmp_path):
+    """Every registered strategy that needs no trained helper (mi_oracle aside: it probes the
+    model 86 passes per probed position; pc_sampler reads the task's value frequencies) decodes
+    through `bench run`, and a model of another length is refused in one line."""
+    from bench.registry import STRATEGIES
     torch.manual_seed(0)
     network = GSMTransformer(GSMModelConfig(n_layers=1, d_model=24, n_heads=2, d_ff=48))
     model_path = tmp_path / "tiny.pt"
     save_mdm(model_path, network, {"test": True})
     data = tmp_path / "gsm.jsonl"
     data.write_text("".join(json.dumps(p) + "\n" for p in generate.problems("test", 3, 2)))
+    helpers = ("learned", "mi", "mi_eb")   # they read networks trained on the model
+    others = [n for n in sorted(STRATEGIES) if n not in helpers + ("sequential", "topk", "mi_oracle")]
+    specs = ["sequential", "topk:k=4"] + others
     proc = run_cli("run", "--tasks", "gsm", "--data", data, "--model", model_path,
-                   "--strategies", "sequential,topk:k=4", "--limit", 2, "--out", tmp_path / "out")
+                   "--strategies", ",".join(specs), "--limit", 2, "--out", tmp_path / "out")
     assert proc.returncode == 0, proc.stderr
-    assert "accuracy" in proc.stdout + proc.stderr
     summaries = [json.loads(p.read_text()) for p in (tmp_path / "out" / "gsm").glob("*[0-9a-f].json")]
-    assert len(summaries) == 2 and all(s["n_samples"] == 2 for s in summaries)
+    assert len(summaries) == len(specs) and all(s["n_samples"] == 2 for s in summaries)
     passes = {s["strategy"]: next(m["value"] for m in s["metrics"] if m["name"] == "passes") for s in summaries}
     # one pass per position of the generation region only: the prompt is given, never decoded
-    assert passes == {"sequential": generate.GEN_LENGTH, "topk": generate.GEN_LENGTH / 4}
+    assert (passes["sequential"], passes["topk"]) == (generate.GEN_LENGTH, generate.GEN_LENGTH / 4)
+    longer = GSMTransformer(GSMModelConfig(length=generate.PROMPT_LENGTH + generate.GEN_LENGTH + 8, n_layers=1,
+                                           d_model=24, n_heads=2, d_ff=48))
+    save_mdm(model_path, longer, {"test": True})
+    proc = run_cli("run", "--tasks", "gsm", "--data", data, "--model", model_path, "--strategies", "sequential",
+                   "--limit", 1, "--out", tmp_path / "out2")
+    assert proc.returncode == 2 and "was trained on 232 positions" in proc.stderr.strip().splitlines()[-1]
 
 
 def test_the_task_is_in_no_preset_tier_until_its_model_is_ready_but_runs_by_name():
@@ -125,3 +137,27 @@ def test_the_task_is_in_no_preset_tier_until_its_model_is_ready_but_runs_by_name
     assert all("gsm" not in preset_tasks(PRESETS[tier]) for tier in ("quick", "default", "paper", "ci"))
     (gsm,) = plan("quick", tasks="gsm", strategies="sequential,topk:k=4", limit=20)
     assert (gsm.task, gsm.specs, gsm.limit) == ("gsm", ["sequential", "topk:k=4"], 20)
+
+
+def test_mi_contexts_keep_the_question_given_and_mask_only_the_answer_region():
+    from tasks.gsm.model import GSMMDM
+    from tasks.gsm.task import GSMTask
+    torch.manual_seed(0)
+    model = GSMMDM(GSMTransformer(GSMModelConfig(n_layers=1, d_model=24, n_heads=2, d_ff=48)), "tiny")
+    for split in ("train", "heldout", "ood"):
+        tokens, masked = GSMTask().mi_contexts(model, split, 16, torch.Generator().manual_seed(3))
+        assert tokens.shape == masked.shape == (16, PROMPT_LENGTH + generate.GEN_LENGTH)
+        assert not masked[:, :PROMPT_LENGTH].any() and masked.any(1).all()
+        assert (tokens[:, :PROMPT_LENGTH] > 0).all()   # the question (or its padding), never a mask id
+
+
+def test_training_checkpoints_and_resumes_and_refuses_another_models_state(tmp_path):
+    from bench.errors import BenchError
+    from tasks.gsm.train import TrainConfig, resume_path, train
+    tiny, out = GSMModelConfig(n_layers=1, d_model=24, n_heads=2, d_ff=48), tmp_path / "m.pt"
+    train(tiny, TrainConfig(steps=2, eval_every=0, checkpoint_minutes=0), out)
+    assert torch.load(out, weights_only=True)["meta"]["step"] == 2 and resume_path(out).is_file()
+    train(tiny, TrainConfig(steps=3, eval_every=0, checkpoint_minutes=0), out)   # resumes at step 2
+    assert torch.load(resume_path(out), weights_only=True)["step"] == 3
+    with pytest.raises(BenchError, match="holds the state of another model"):
+        train(GSMModelConfig(n_layers=2, d_model=24, n_heads=2, d_ff=48), TrainConfig(steps=4, eval_every=0), out)

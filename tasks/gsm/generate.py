@@ -18,7 +18,8 @@ DATA = Path(__file__).parent / "data"
 VALIDATION_SET, TEST_SET = DATA / "validation.jsonl", DATA / "test.jsonl"
 SIZES = {"validation": 500, "test": 1000}
 SET_SEEDS = {"validation": 1, "test": 2}
-PROMPT_LENGTH, GEN_LENGTH = 112, 104   # characters of the prompt and generation regions
+PROMPT_LENGTH, GEN_LENGTH = 128, 96   # characters of the prompt and generation regions (multiples of 32:
+#   semi-autoregressive blocks of 8, 16 or 32 positions, counted from position 0, start at the region)
 MAX_QUESTION, MAX_ANSWER = PROMPT_LENGTH, GEN_LENGTH - 1   # an answer ends with at least one end-of-text
 
 PEOPLE = [("Ana", "she"), ("Ben", "he"), ("Carla", "she"), ("Dev", "he"), ("Emma", "she"), ("Finn", "he"),

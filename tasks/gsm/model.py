@@ -12,6 +12,7 @@ from torch import nn
 
 from bench.checkpoints import build_from_payload, file_id, load_payload, save_atomic, with_weights
 from bench.core import ModelOutput
+from bench.errors import BenchError
 from bench.networks import NetworkModel, TransformerBlock
 from tasks.gsm.data import EOT, LENGTH, MASK, N_TOKENS, N_VALUES
 
@@ -79,4 +80,7 @@ def load_mdm(path=DEFAULT_WEIGHTS):
         return with_weights(GSMTransformer(GSMModelConfig(**p["config"])), p["state_dict"])
 
     network = build_from_payload(payload, network_of, "GSM MDM", path, TRAIN_COMMAND)
+    if (network.cfg.length, network.cfg.n_tokens) != (LENGTH, N_TOKENS):
+        raise BenchError(f"GSM MDM {path} was trained on {network.cfg.length} positions and {network.cfg.n_tokens} "
+                         f"token ids; the task has {LENGTH} and {N_TOKENS}; retrain it with: {TRAIN_COMMAND}")
     return GSMMDM(network, file_id(path), payload.get("meta"))

@@ -20,6 +20,7 @@ from bench.stats import mean_metric
 from tasks.gsm.data import (
     DATA_LIMIT,
     EOT,
+    N_VALUES,
     PROMPT_LENGTH,
     encode_batch,
     flexible_answer,
@@ -39,6 +40,8 @@ class GSMTask(Task):
     headline = "accuracy"
     weights_dir = HERE / "weights"
     extra_figures = ("accuracy_flexible",)
+    mi_label_sizes = {"train": 4000, "heldout": 500, "ood": 500}
+    mi_probe = 16   # probed positions per MI context: the answer region has 96
     in_presets = False   # not in the preset tiers until its model is trained and its cost measured (README)
     options = {"data": "GSM8K-format jsonl, {\"question\", \"answer\"} per line (default: the shipped "
                        "generated test set, tasks/gsm/data/test.jsonl)",
@@ -102,6 +105,18 @@ class GSMTask(Task):
                         "GSM8K accuracy, flexible (the last number in the answer)", field="correct_flexible"),
             mean_metric("passes", column("passes"), False, "forward passes per problem", field="passes"),
         ]
+
+    def value_frequencies(self):
+        """[V] each value's frequency in the answer regions of 2,000 training problems (seed
+        'background'), end-of-text padding included (PC-Sampler's background, strategies/schedules)."""
+        from tasks.gsm.generate import problems
+        regions = encode_batch(problems("train", 2000, "background"), with_answers=True)[:, PROMPT_LENGTH:]
+        counts = np.bincount((regions - EOT).numpy().ravel(), minlength=N_VALUES)
+        return (counts / counts.sum()).tolist()
+
+    def mi_contexts(self, model, split, n, generator):
+        from tasks.gsm.hooks import mi_contexts
+        return mi_contexts(model, split, n, generator)
 
     def train_model(self, settings, out):
         from tasks.gsm.hooks import train_model

@@ -26,6 +26,8 @@ import torch.nn.functional as F
 
 from bench.checkpoints import save_atomic
 from bench.decode import decode
+from bench.device import Placed, selected
+from bench.errors import BenchError
 from tasks.gsm.data import EOT, PROMPT_LENGTH, encode_batch, generated_text, strict_answer
 from tasks.gsm.generate import VALIDATION_SET, problems
 from tasks.gsm.model import GSMMDM, GSMTransformer, save_mdm
@@ -71,7 +73,10 @@ def training_batch(cfg, step):
 
 
 def mdm_loss(network, tokens, masked):
-    logits, _ = network(tokens, masked)
+    where = selected()   # `bench train --device/--dtype`
+    tokens, masked = tokens.to(where.device), masked.to(where.device)
+    with where.autocast():
+        logits = network(tokens, masked)[0].float()
     per_position = F.cross_entropy(logits.transpose(1, 2), (tokens - EOT).clamp_min(0), reduction="none")
     per_problem = (per_position * masked).sum(1) / masked.sum(1)
     return per_problem.mean()
@@ -87,6 +92,7 @@ def validation_accuracy(network, n):
     rows = [json.loads(line) for line in VALIDATION_SET.read_text().splitlines()[:n]]
     start = encode_batch(rows, with_answers=False)
     model = GSMMDM(network, "training")
+    model = model if selected().kind == "cpu" else Placed(model, selected())
     out = {}
     for name, strategy in (("sequential", Sequential()), ("one_pass", TopK(k=start.shape[1]))):
         tokens = decode(model, start, start == 0, strategy).tokens
@@ -118,7 +124,8 @@ def load_state(out, network, optimizer, model_cfg, cfg):
         return 0, 0.0
     state = torch.load(resume, map_location="cpu", weights_only=True)
     if state["model"] != model_cfg.to_dict():
-        raise SystemExit(f"{resume} holds another model's state; delete it or choose another out")
+        raise BenchError(f"{resume} holds the state of another model ({state['model']}); delete it and {weights}, "
+                         f"or write elsewhere with --out")
     network.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True)["state_dict"])
     optimizer.load_state_dict(state["optimizer"])
     for slot in optimizer.state.values():
@@ -132,7 +139,7 @@ def train(model_cfg, cfg, out):
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     random.seed(cfg.seed)
-    network = GSMTransformer(model_cfg)
+    network = GSMTransformer(model_cfg).to(selected().device)   # --device / --dtype of `bench train`
     optimizer = torch.optim.AdamW(network.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     step, before = load_state(out, network, optimizer, model_cfg, cfg)
     log.info("parameters %d", sum(p.numel() for p in network.parameters()))
