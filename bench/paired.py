@@ -184,9 +184,17 @@ class Replicates(np.ndarray):
     def __array_finalize__(self, obj):
         self.rows = getattr(obj, "rows", None)
 
+    def __getitem__(self, key):
+        """A slice of replicates keeps their numbers; any other indexing gives plain indices."""
+        plain = np.asarray(self)[key]
+        first = key[0] if isinstance(key, tuple) and key else key
+        if isinstance(first, slice) and plain.ndim == 2:
+            return Replicates(plain, self.rows[first])
+        return plain
+
     def block(self, start, stop):
         """Replicates ``start`` to ``stop`` with their numbers."""
-        return Replicates(np.asarray(self)[start:stop], self.rows[start:stop])
+        return self[start:stop]
 
 
 def reference_draws(m, rows, seed=REFERENCE_SEED):
@@ -206,10 +214,9 @@ def replicate_indices(n, n_boot=N_BOOT, seed=BOOT_SEED):
 
 
 def chunked(fn, idx):
-    """``fn(idx_block)`` over blocks of replicates, concatenated (bounded memory)."""
-    def block(s):
-        return idx.block(s, s + CHUNK) if isinstance(idx, Replicates) else idx[s:s + CHUNK]
-    return np.concatenate([np.atleast_1d(fn(block(s))) for s in range(0, len(idx), CHUNK)])
+    """``fn(idx_block)`` over blocks of replicates, concatenated (bounded memory); a block of
+    ``Replicates`` keeps its replicate numbers."""
+    return np.concatenate([np.atleast_1d(fn(idx[s:s + CHUNK])) for s in range(0, len(idx), CHUNK)])
 
 
 def discordant(a, b):
