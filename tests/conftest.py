@@ -1,5 +1,7 @@
+import contextlib
 import importlib.util
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -7,6 +9,10 @@ import pytest
 import torch
 
 from bench.core import ModelOutput
+from bench.hf import check_torchvision
+
+# tests build transformers models directly too: keep a torchvision that cannot import out of their way
+check_torchvision()
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -48,3 +54,18 @@ def run_cli(*args):
     import subprocess
     return subprocess.run([sys.executable, "-m", "bench", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
+
+
+@contextlib.contextmanager
+def deadline(seconds):
+    """Raise TimeoutError after ``seconds``: a call that loops on or blocks (a decode without end, an
+    open() on a FIFO) must fail its test, not hang it."""
+    def expire(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

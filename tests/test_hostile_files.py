@@ -3,11 +3,9 @@ through bench.files, which refuses a FIFO, /dev/zero, a directory or a file over
 limit before reading a byte, in one line. Empty paths and options that could only fail after
 decoding (--temperature 0 on hmm) are refused before anything loads. Every case: `error: ...`,
 exit 2, no traceback, nothing left under --out (no results, partials, locks or folders)."""
-import contextlib
 import io
 import os
 import resource
-import signal
 import subprocess
 import sys
 import tempfile
@@ -21,7 +19,7 @@ from hypothesis import strategies as st
 from bench.cli import main
 from bench.errors import BenchError
 from bench.files import CHECKPOINT_LIMIT, HELPER_LIMIT, MissingFile, checked_path, read_bytes, read_text, sha256_of
-from conftest import ROOT
+from conftest import ROOT, deadline
 from tasks.hmm.chain import HMM_FILE_LIMIT
 from tasks.hmm.task import N_SEQUENCES, HMMTask
 from tasks.protein.task import REFERENCE_LIMIT
@@ -39,20 +37,6 @@ DATA_LIMITS = {"sudoku": PUZZLE_FILE_LIMIT, "protein": REFERENCE_LIMIT, "hmm": H
 MODEL_TASKS = ("sudoku", "protein", "hmm_mdm")
 HELPERS = {"mi:estimator={}": HELPER_LIMIT, "learned:policy={}": HELPER_LIMIT}
 DEADLINE = 120   # seconds: a FIFO opened for reading waits for a writer forever; fail instead
-
-
-@contextlib.contextmanager
-def deadline(seconds=DEADLINE):
-    """Raise TimeoutError after ``seconds`` (an open() blocked on a FIFO is interrupted too)."""
-    def expire(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s: blocked on a FIFO, or reading without end?")
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def hostile_file(folder, kind, limit):
@@ -79,7 +63,7 @@ def left_behind(out):
 def assert_one_line_error(capsys, argv, out, *says):
     """Run `bench run ARGV --out OUT` in this process: exit 2, one `error:` line on stderr that
     holds each of ``says``, nothing left under OUT."""
-    with deadline():
+    with deadline(DEADLINE):
         status = main(["run", "--limit", "2", *argv, "--out", str(out)])
     err = capsys.readouterr().err
     assert status == 2, err
@@ -131,7 +115,7 @@ def test_options_that_failed_late_or_never_are_one_line_before_anything_loads(ca
     monkeypatch.chdir(tmp_path)   # where --out '' wrote its results
     monkeypatch.setattr("bench.run.cell.decode", lambda *a, **k: pytest.fail("decoded before the check"))
     out = [] if "--out" in argv else ["--out", str(tmp_path / "out")]
-    with deadline():
+    with deadline(DEADLINE):
         status = main(["run", "--limit", "2", "--strategies", "sequential", *argv, *out])
     err = capsys.readouterr().err
     assert status == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1, err
@@ -163,7 +147,7 @@ def test_the_issue_repro_hmm_data_is_one_line_in_a_fresh_process(tmp_path, kind)
 def test_every_reader_refuses_a_hostile_file_without_reading_it(tmp_path, kind):
     path = hostile_file(tmp_path, kind, 100)
     for reader in (read_bytes, read_text, checked_path, sha256_of):
-        with deadline(), pytest.raises(BenchError, match="limit is|not a regular file") as caught:
+        with deadline(DEADLINE), pytest.raises(BenchError, match="limit is|not a regular file") as caught:
             reader(path, "test file", 100)
         assert SAYS[kind] in str(caught.value) and "\n" not in str(caught.value)
 

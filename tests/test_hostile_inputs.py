@@ -2,9 +2,7 @@
 settings, --limit beyond the data, missing calibration folders, `train --same-as` misuse, a
 split's data in another split's folder, and commands run from another working directory. Each
 is a valid result or one line `error: ...` with exit 2: no traceback, no hang, no files left."""
-import contextlib
 import os
-import signal
 import subprocess
 import sys
 from dataclasses import fields
@@ -17,24 +15,10 @@ from bench.cli import main
 from bench.decode import decode
 from bench.errors import BenchError
 from bench.registry import PASSES_PER_POSITION, STRATEGIES, field_type_name, load_plugins, parse_strategy
-from conftest import ROOT
+from conftest import ROOT, deadline
 
 FUZZ = settings(max_examples=40, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-
-
-@contextlib.contextmanager
-def deadline(seconds):
-    """Raise TimeoutError after ``seconds``: a decode that loops on must fail the test, not hang it."""
-    def expire(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s")
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def one_line_error(capsys, argv, *says):
