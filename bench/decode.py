@@ -1,5 +1,6 @@
 """The one decode loop every strategy runs through, and the first pass its runs share."""
 import copy
+import dataclasses
 import hashlib
 import time
 from dataclasses import dataclass
@@ -212,6 +213,74 @@ def show_pass(bar, step, pick, still_masked):
         bar.update(int(pick.sum()))
 
 
+class Decoding:
+    """One decode's state, advanced a pass at a time: ``request`` gives the active rows' (tokens,
+    masked), ``advance`` applies the model's output on them. ``decode`` loops one of these over its
+    own forward calls; ``decode_shared`` feeds many of them from one forward call per pass, so
+    a decode's records never depend on whether its rows shared a forward call (every random
+    number comes from its own rows' streams, its strategy and memory see only its own rows).
+    Arguments as ``decode``'s."""
+
+    def __init__(self, model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=None, first_pass=None,
+                 forced=None):
+        check_positions(strategy, tokens.shape[1])   # before any allocation or pass
+        self.model, self.strategy, self.temperature = model, strategy, temperature
+        self.first_pass, self.forced = first_pass, forced
+        self.start_tokens, self.start = tokens.clone(), masked.clone()
+        self.tokens, self.masked = tokens.clone(), masked.clone()
+        self.streams = Streams(seed, index if index is not None else torch.arange(tokens.shape[0]))
+        self.passes = torch.zeros(tokens.shape[0], dtype=torch.long)
+        self.aux = torch.zeros_like(self.passes)
+        self.log_q = torch.zeros(tokens.shape[0], dtype=torch.float64)
+        self.remasked = torch.zeros_like(self.passes) if getattr(strategy, "remasks", False) else None
+        self.memory = strategy.start_memory(tokens, masked) if hasattr(strategy, "start_memory") else {}
+        self.start_time, self.step, self.seconds, self.active = time.perf_counter(), 0, None, None
+
+    def request(self):
+        """(tokens, masked) of the rows still masked, [A, N] each, or None when every row is
+        complete (the decode's seconds stop then)."""
+        self.active = self.masked.any(1).nonzero().squeeze(1)  # [A]
+        if self.active.numel() == 0:
+            if self.seconds is None:
+                self.seconds = time.perf_counter() - self.start_time
+            return None
+        return self.tokens[self.active], self.masked[self.active]
+
+    def shared_first(self, tokens, masked):
+        """Pass 0's output from the FirstPasses this decode was given, else None."""
+        return self.first_pass(tokens, masked) if self.step == 0 and self.first_pass is not None else None
+
+    def advance(self, out, bar=None):
+        """Apply one pass: the strategy selects on ``out`` (the model's output on the rows of the
+        last ``request``), the revealed values are filled in, re-masked positions go back."""
+        active, strategy = self.active, self.strategy
+        rows = self.streams.take(active)
+        state = StepState(self.tokens[active], self.masked[active], out, self.step, rows, self.start[active],
+                          {name: value[active] for name, value in self.memory.items()})
+        pick, remask = split_selection(strategy.select(state), state, strategy, self.step)
+        keep_memory(self.memory, state.memory, active, len(self.tokens))
+        if "aux_passes" in vars(state):   # a strategy that spent passes (an oracle's probes) made it
+            self.aux[active] += state.aux_passes  # counted apart from decoding passes
+        self.tokens[active], drawn_log_q = fill_values(
+            state.tokens, state.out, pick, self.model.value_tokens, temperature=self.temperature, streams=rows,
+            step=self.step, forced=None if self.forced is None else self.forced[active])
+        self.log_q[active] += drawn_log_q
+        still_masked = state.masked & ~pick
+        if remask is not None:   # back to the input's starting token, masked again
+            self.tokens[active] = torch.where(remask, self.start_tokens[active], self.tokens[active])
+            still_masked |= remask
+            self.remasked[active] += remask.sum(1)
+        self.masked[active] = still_masked
+        self.passes[active] += 1
+        if bar is not None:
+            show_pass(bar, self.step, pick, still_masked)
+        check_budget(strategy, self.step, still_masked)
+        self.step += 1
+
+    def result(self):
+        return DecodeResult(self.tokens, self.passes, self.seconds, self.aux, self.log_q, self.remasked)
+
+
 def decode(model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=None, first_pass=None, forced=None):
     """Reveal every masked position of ``tokens`` [B, N], one forward pass per active row per step.
 
@@ -234,42 +303,69 @@ def decode(model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=No
     back to the input's starting token and are counted in ``remasked``; its ``pass_budget``
     bounds the passes (an input still masked after it is an error). One forward pass a pass, always.
     """
-    check_positions(strategy, tokens.shape[1])   # before any allocation or pass
-    start_tokens, start = tokens.clone(), masked.clone()
-    tokens, masked = tokens.clone(), masked.clone()
-    streams = Streams(seed, index if index is not None else torch.arange(tokens.shape[0]))
-    passes = torch.zeros(tokens.shape[0], dtype=torch.long)
-    aux = torch.zeros_like(passes)
-    log_q = torch.zeros(tokens.shape[0], dtype=torch.float64)
-    remasked = torch.zeros_like(passes) if getattr(strategy, "remasks", False) else None
-    memory = strategy.start_memory(tokens, masked) if hasattr(strategy, "start_memory") else {}
-    start_time, step = time.perf_counter(), 0
-    with pass_bar(masked) as bar:
-        while True:
-            active = masked.any(1).nonzero().squeeze(1)  # [A]
-            if active.numel() == 0:
-                return DecodeResult(tokens, passes, time.perf_counter() - start_time, aux, log_q, remasked)
-            rows = streams.take(active)
-            step_tokens, step_masked = tokens[active], masked[active]
-            out = (first_pass(step_tokens, step_masked) if step == 0 and first_pass is not None
-                   else forward(model, step_tokens, step_masked, step))
-            state = StepState(step_tokens, step_masked, out, step, rows, start[active],
-                              {name: value[active] for name, value in memory.items()})
-            pick, remask = split_selection(strategy.select(state), state, strategy, step)
-            keep_memory(memory, state.memory, active, len(tokens))
-            if "aux_passes" in vars(state):   # a strategy that spent passes (an oracle's probes) made it
-                aux[active] += state.aux_passes  # counted apart from decoding passes
-            tokens[active], drawn_log_q = fill_values(
-                state.tokens, state.out, pick, model.value_tokens, temperature=temperature, streams=rows, step=step,
-                forced=None if forced is None else forced[active])
-            log_q[active] += drawn_log_q
-            still_masked = state.masked & ~pick
-            if remask is not None:   # back to the input's starting token, masked again
-                tokens[active] = torch.where(remask, start_tokens[active], tokens[active])
-                still_masked |= remask
-                remasked[active] += remask.sum(1)
-            masked[active] = still_masked
-            passes[active] += 1
-            show_pass(bar, step, pick, still_masked)
-            check_budget(strategy, step, still_masked)
-            step += 1
+    decoding = Decoding(model, tokens, masked, strategy, temperature, seed=seed, index=index,
+                        first_pass=first_pass, forced=forced)
+    with pass_bar(decoding.masked) as bar:
+        while (request := decoding.request()) is not None:
+            out = decoding.shared_first(*request)
+            decoding.advance(out if out is not None else forward(model, *request, decoding.step), bar)
+    return decoding.result()
+
+
+def split_output(out, sizes):
+    """``out`` of one forward call on concatenated rows, cut back into one output per part of
+    ``sizes`` rows: every tensor field with a leading row dimension (ModelOutput's logits and
+    hidden; dataclasses.fields, so a field added there is cut too) is sliced, others kept whole."""
+    total, parts, begin = sum(sizes), [], 0
+    names = [f.name for f in dataclasses.fields(out)] if dataclasses.is_dataclass(out) else list(vars(out))
+    for size in sizes:
+        cut = {name: value[begin:begin + size] for name in names
+               if isinstance(value := getattr(out, name), torch.Tensor) and value.dim() and len(value) == total}
+        parts.append(dataclasses.replace(out, **cut) if dataclasses.is_dataclass(out) else cut_copy(out, cut))
+        begin += size
+    return parts
+
+
+def cut_copy(out, cut):
+    """A shallow copy of an output that is not a dataclass, with the ``cut`` attributes replaced."""
+    part = copy.copy(out)
+    for name, value in cut.items():
+        setattr(part, name, value)
+    return part
+
+
+def decode_shared(model, decodings):
+    """Run ``decodings`` (Decoding objects of one ``model``) to the end together: at every pass the
+    active rows of all of them, grouped by sequence length, go through one forward call (checked
+    as ``forward`` checks it) and each gets its own rows' output back. Many small decodes (a
+    verification's few inputs of each of many runs) then cost a few larger forward calls a pass
+    instead of one tiny call each. Returns their DecodeResults, in order."""
+    with pass_bar(torch.cat([d.masked.flatten() for d in decodings] or [torch.zeros(0, dtype=torch.bool)])) as bar:
+        while waiting := [(d, r) for d in decodings if (r := d.request()) is not None]:
+            for group in by_length(waiting):
+                outs = shared_forward(model, group)
+                for (decoding, _), out in zip(group, outs):
+                    decoding.advance(out, bar)
+    return [d.result() for d in decodings]
+
+
+def by_length(waiting):
+    """(decoding, request) pairs grouped by their sequences' length (one forward call a group)."""
+    groups = {}
+    for pair in waiting:
+        groups.setdefault(pair[1][0].shape[1], []).append(pair)
+    return list(groups.values())
+
+
+def shared_forward(model, group):
+    """Each (decoding, request)'s output: pass 0 from its FirstPasses where it has one, the rest
+    from one forward call on their rows concatenated, cut back per decoding."""
+    outs = [d.shared_first(*r) for d, r in group]
+    rest = [i for i, out in enumerate(outs) if out is None]
+    if rest:
+        tokens = torch.cat([group[i][1][0] for i in rest])
+        masked = torch.cat([group[i][1][1] for i in rest])
+        joint = forward(model, tokens, masked, max(group[i][0].step for i in rest))
+        for i, out in zip(rest, split_output(joint, [len(group[i][1][0]) for i in rest])):
+            outs[i] = out
+    return outs

@@ -20,7 +20,7 @@ import torch
 from tqdm import tqdm
 
 from bench.core import Task
-from bench.decode import FirstPasses, decode
+from bench.decode import Decoding, FirstPasses, decode
 from bench.device import Placement, model_placement
 from bench.errors import BenchError
 from bench.provenance import provenance
@@ -141,13 +141,26 @@ def decode_rows(run, rows):
     runs decode and by which their checks decode again. Each input draws from its own random
     stream, keyed by the run's seed and its eval-set index (bench.streams), so its record does not
     depend on the rows decoded with it: not on the batch size, nor on the shard."""
-    task, eval_set, strategy = run.task, run.eval_set, run.strategy
     shared_before = run.first_passes.hit_rows if run.first_passes is not None else 0
-    result = decode(run.model, eval_set.tokens[rows], eval_set.masked[rows], strategy,
-                    task.temperature, seed=run.seed, index=rows, first_pass=run.first_passes)
+    result = decode(run.model, run.eval_set.tokens[rows], run.eval_set.masked[rows], run.strategy,
+                    run.task.temperature, seed=run.seed, index=rows, first_pass=run.first_passes)
     if run.first_passes is not None:
         run.shared_first_rows += run.first_passes.hit_rows - shared_before
-    records = task.records(result.tokens, result.passes, rows, eval_set)
+    return rows_records(run, rows, result), result.seconds
+
+
+def run_decoding(run, rows):
+    """A Decoding (bench.decode) of eval-set ``rows`` of ``run``, as ``decode_rows`` decodes them:
+    to be advanced with others in one shared forward call a pass (``decode_shared``)."""
+    eval_set = run.eval_set
+    return Decoding(run.model, eval_set.tokens[rows], eval_set.masked[rows], run.strategy, run.task.temperature,
+                    seed=run.seed, index=rows, first_pass=run.first_passes)
+
+
+def rows_records(run, rows, result):
+    """The records of eval-set ``rows`` of ``run`` from their DecodeResult."""
+    task, strategy = run.task, run.strategy
+    records = task.records(result.tokens, result.passes, rows, run.eval_set)
     if strategy.aux_passes_metric:
         for record, aux in zip(records, result.aux_passes.tolist()):
             record[strategy.aux_passes_metric] = aux
@@ -157,7 +170,7 @@ def decode_rows(run, rows):
     if task.temperature > 0:  # sampled values: log q of each sample (an exact task's KL reads it)
         for record, log_q in zip(records, result.log_q.tolist()):
             record["log_q"] = round(log_q, 6)
-    return records, result.seconds
+    return records
 
 
 def completed_batches(run, partial_path):

@@ -13,6 +13,7 @@ from bench.run import DEFAULT_OUT
 from bench.run.cell import (
     TaskRuns,
     command_line,
+    complete_run,
     decode_run,
     find_or_lock,
     print_complete,
@@ -30,7 +31,7 @@ from bench.run.checks import (
     set_temperature,
 )
 from bench.run.plan import minutes, print_whole_plan
-from bench.run.verify import draws_randomly, verify_run
+from bench.run.verify import draws_randomly, verify_run, verify_runs
 
 
 def load_tasks(args, where=None):
@@ -89,12 +90,27 @@ def seed_strategies(task, task_plan, strategies, seed):
 def run_one(run):
     """Run (or resume, or find complete and verify) one run cell; returns its summary."""
     run.strategy.bind(run.task, run.model)  # strategies with trained helpers or probing load them here
+    return run_bound(run)
+
+
+def run_bound(run):
+    """``run_one`` for a run whose strategy is bound."""
     with contextlib.ExitStack() as locks:
         found = find_or_lock(run, locks)
         if found is None:
             return decode_run(run)
     print_complete(run, verify_run(run, found))
     return found[0]
+
+
+def verify_complete(runs):
+    """{id(run): summary} of the ``runs`` (bound) found complete, each verified and its line
+    printed: all of them first, together (bench.run.verify.verify_runs: their few inputs each in
+    shared forward calls), before any other run decodes."""
+    complete = [(run, found) for run in runs if (found := complete_run(run, say=False)) is not None]
+    for run, note in verify_runs(complete):
+        print_complete(run, note)
+    return {id(run): found[0] for run, found in complete}
 
 
 def run_tasks(args):
@@ -115,9 +131,13 @@ def run_tasks(args):
 
 
 def run_task(task_runs, args):
+    """The runs of one task and seed: those found complete verified together, then the others
+    decoded (or found complete by then, another process having made them, and verified alone)."""
     where = model_placement(task_runs.model)
     print_task_start(task_runs, where)
     runs = task_runs.runs(args)
     for run in runs:
         run.command = command_line(run, args.data or task_runs.data, args.model, where)
-    print_task_end(task_runs, [run_one(run) for run in runs], args.out)
+        run.strategy.bind(run.task, run.model)  # strategies with trained helpers or probing load them here
+    verified = verify_complete(runs)
+    print_task_end(task_runs, [verified.get(id(run)) or run_bound(run) for run in runs], args.out)

@@ -13,7 +13,8 @@ alone take (row-passes x the measured seconds of one row's forward pass at the r
   less the first pass a run takes from the task's shared FirstPasses, plus scoring: the records
   (a judge, metrics) and the summary (bootstrap CIs), timed here on a pilot (``ScoringPrice``).
   A strategy with no committed run has factor 1 (its forward passes alone).
-- A run complete in --out costs its --verify inputs decoded again and scored.
+- A run complete in --out costs its --verify inputs decoded again and scored, at the shape they
+  run at: the verification rows of all the task's complete runs in one forward call a pass.
 
 `bench run` prints the same plan as its first lines and, per task, the planned and actual time.
 """
@@ -30,6 +31,7 @@ from bench.provenance import REPO
 from bench.registry import canonical
 from bench.results import scan_results
 from bench.run.cell import complete_run, decode_rows
+from bench.run.verify import SHARED_ROWS, verified_rows
 
 PILOT_INPUTS = 4      # inputs a run without a committed reference decodes to learn its passes
 SCORING_PILOT = 32    # inputs whose records are made and timed to price scoring
@@ -162,7 +164,9 @@ class TaskPricer:
         return ScoringPrice(self.task, self.model, self.eval_set)
 
     def forward(self, rows):
-        rows = max(1, min(rows, len(self.eval_set)))
+        """Seconds of one row's pass at a call of ``rows`` rows (a shared verification's may
+        exceed the inputs: the rows of many runs)."""
+        rows = max(1, rows)
         if rows not in self.row_seconds:
             self.row_seconds[rows] = forward_row_seconds(self.model, self.eval_set, rows)
         return self.row_seconds[rows]
@@ -181,12 +185,14 @@ class TaskPricer:
         aux = sum(v for r in records for k, v in r.items() if k.endswith("_passes")) / count
         return passes, passes + aux, factor, f"pilot of {count}"
 
-    def estimate(self, run, label, inputs, batch_size, *, shared_first=False, summarised=True):
-        """``shared_first``: the run's first pass comes from the task's FirstPasses (another run
-        of the invocation computed it), one row-pass per input less; ``summarised``: a summary is
-        written (a verification makes records only)."""
+    def estimate(self, run, label, inputs, shape, *, shared_first=False, summarised=True):
+        """``shape``: rows of the forward calls the run's passes go through (its batch; for a
+        verification, the rows of all the runs verified together); ``shared_first``: the run's
+        first pass comes from the task's FirstPasses (another run of the invocation computed
+        it), one row-pass per input less; ``summarised``: a summary is written (a verification
+        makes records only)."""
         passes, rows, factor, source = self.per_input(run)
-        per_row = self.forward(min(batch_size, inputs))
+        per_row = self.forward(shape)
         saved = inputs * per_row if shared_first else 0.0
         forward = inputs * rows * per_row
         seconds = forward * factor - saved + (self.scoring.seconds(inputs, summarised) if inputs else 0.0)
@@ -221,16 +227,21 @@ def print_whole_plan(task_runs_list, args, out=None):
 
 def plan_task(task_runs, args):
     """Estimates of one task's runs (``task_runs``: bench.run.cell.TaskRuns) for `bench run` with
-    ``args``: a run complete in --out costs its --verify inputs decoded again, any other its whole
-    input set."""
+    ``args``: a run complete in --out costs its --verify inputs decoded again, at the shape they
+    run at (the complete runs' verification rows together, up to SHARED_ROWS: bench.run.verify.
+    verify_runs), any other its whole input set at its batch size."""
     pricer, estimates, first_done = TaskPricer(task_runs.task, task_runs.model, task_runs.eval_set), [], set()
-    for run in task_runs.runs(args):
-        complete = complete_run(run, say=False) is not None
-        inputs = min(args.verify, len(run.eval_set)) if complete else len(run.eval_set)
+    runs = task_runs.runs(args)
+    complete = {id(run): found for run in runs if (found := complete_run(run, say=False)) is not None}
+    shared = min(sum(verified_rows(run, complete[id(run)]) for run in runs if id(run) in complete), SHARED_ROWS)
+    for run in runs:
+        found = complete.get(id(run))
+        inputs = verified_rows(run, found) if found else len(run.eval_set)
         if inputs:
-            batch = inputs if complete else args.batch_size
-            label = run.label + (" (verify)" if complete else "")
-            estimates.append(pricer.estimate(run, label, inputs, batch, shared_first=(inputs, batch) in first_done,
-                                             summarised=not complete))
-            first_done.add((inputs, batch))
+            shape = shared if found else min(args.batch_size, inputs)
+            label = run.label + (" (verify)" if found else "")
+            first = (inputs, inputs if found else args.batch_size)   # a verification's first pass: its own rows
+            estimates.append(pricer.estimate(run, label, inputs, shape, shared_first=first in first_done,
+                                             summarised=not found))
+            first_done.add(first)
     return estimates
