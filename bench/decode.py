@@ -343,10 +343,19 @@ def decode_shared(model, decodings):
     with pass_bar(torch.cat([d.masked.flatten() for d in decodings] or [torch.zeros(0, dtype=torch.bool)])) as bar:
         while waiting := [(d, r) for d in decodings if (r := d.request()) is not None]:
             for group in by_length(waiting):
-                outs = shared_forward(model, group)
-                for (decoding, _), out in zip(group, outs):
-                    decoding.advance(out, bar)
+                for (decoding, _), out in zip(group, shared_forward(model, group)):
+                    decoding.advance(out)
+            show_shared(bar, decodings)
     return [d.result() for d in decodings]
+
+
+def show_shared(bar, decodings):
+    """The bar of a shared decode: positions revealed in all, and the rows still to decode."""
+    if not bar.disable:   # the sums cost a sync each; only for a bar that is drawn
+        still = [d.masked.any(1) for d in decodings]
+        bar.set_postfix_str(f"pass {max(d.step for d in decodings)}, {int(sum(s.sum() for s in still))} rows left",
+                            refresh=False)
+        bar.update(bar.total - sum(int(d.masked.sum()) for d in decodings) - bar.n)
 
 
 def by_length(waiting):

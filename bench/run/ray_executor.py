@@ -12,7 +12,9 @@ rerun cell skips the batches it already wrote. Once a run's cells are done the d
 their records into the partial file and writes the run's ``.jsonl`` and summary exactly as
 ``bench.run.cell.decode_run`` does for one process: the records are those of ``--executor local`` (only
 each batch's wall time differs). Runs found complete are verified (``--verify``) by a cell too,
-on the device their results came from.
+one per run, on the device their results came from (the local executor verifies a task's
+complete runs together in shared forward calls, bench.run.verify.verify_runs; here each cell is
+a process of its own, and cells run in parallel).
 
 Resources: one GPU (and one CPU) per cell when the device is cuda, else one CPU per cell with one
 torch thread. A worker that dies is replaced and its cell retried (``MAX_RETRIES``). Workers
