@@ -11,10 +11,10 @@ import torch
 from bench.errors import BenchError
 from bench.registry import parse_strategy
 from bench.results import read_records, write_text_atomic
-from bench.run.cell import Run, TaskRuns, decode_rows
+from bench.run.cell import Run, TaskRuns, complete_run, decode_rows
 from bench.run.local import run_one, run_task
 from bench.run.plan import plan_task
-from bench.run.verify import SHARED_ROWS, decode_together, record_difference, verify_rows
+from bench.run.verify import SHARED_ROWS, decode_together, record_difference, verify_rows, verify_runs
 from tasks.hmm.task import HMMTask
 from tasks.sudoku.task import SudokuTask
 
@@ -101,6 +101,16 @@ def test_verifying_several_runs_makes_one_forward_call_a_pass(hmm, tmp_path, mon
     assert max(calls) == VERIFY * len(specs)
     err = capsys.readouterr().err
     assert all(f"  {spec}: complete already" in err and "reproduce it" in err for spec in specs)
+
+
+def test_shared_calls_hold_at_most_the_row_limit(hmm, tmp_path, monkeypatch):
+    specs = ["topk:k=8", "klass", "remdm:steps=8"]
+    make_complete(hmm, tmp_path, specs)
+    runs = [bound_run(hmm, spec, tmp_path) for spec in specs]
+    calls = count_calls(monkeypatch, hmm[1])
+    notes = list(verify_runs([(run, complete_run(run, say=False)) for run in runs], limit=2 * VERIFY))
+    assert [run.label for run, _ in notes] == specs and all("reproduce it" in note for _, note in notes)
+    assert max(calls) == 2 * VERIFY
 
 
 def test_a_run_that_does_not_reproduce_is_named_with_its_remake_command(hmm, tmp_path, capsys):

@@ -16,7 +16,7 @@ VOLATILE = ("batch", "batch_seconds")  # record fields that depend on the batchi
 # Records round floats to 6 decimals, hence the absolute part; discrete fields compare exactly.
 FLOAT_RTOL, FLOAT_ATOL = 1e-5, 1e-5
 # Rows of the complete runs verified together in one forward call at most (``verify_runs``): the
-# 4 inputs of 64 runs, about the default batch (250) whose shape the models are timed at.
+# 4 inputs of 64 runs, about a run's own default batch (250), so no larger in memory.
 SHARED_ROWS = 256
 
 
