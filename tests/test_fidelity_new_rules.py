@@ -329,11 +329,11 @@ def loaded(task_name, n=2):
 
 
 @pytest.mark.parametrize("task_name", ["sudoku", "hmm"])
-@pytest.mark.parametrize("spec", ["wino:block=27", "wino:verify=seen", "saber", "saber:n=3,block=27",
+@pytest.mark.parametrize("spec", ["wino:block=9", "wino:verify=seen", "saber", "saber:n=3,block=27",
                                   "prophet:steps=8", "prophet:steps=12,block=27"])
 def test_each_rule_decodes_a_task_to_completion(task_name, spec):
     """Every mask filled, given positions kept, within one pass a masked position (the re-masking
-    rules' net progress); the re-masking rules did mask decoded positions again, and WINO's
+    rules' net progress); Saber did mask decoded positions again, and WINO's
     leave-one-out passes are counted apart from decoding passes."""
     task, model, eval_set = loaded(task_name)
     strategy = parse_strategy(spec)
@@ -344,9 +344,9 @@ def test_each_rule_decodes_a_task_to_completion(task_name, spec):
     assert (result.passes <= eval_set.masked.sum(1)).all()
     if spec.startswith("prophet"):
         assert (result.passes <= 12).all() and result.remasked is None
-    if spec in ("wino:block=27", "saber"):
+    if spec == "saber":   # WINO's re-masking is exercised beside its reference above
         assert int(result.remasked.sum()) > 0
-    assert (result.aux_passes > 0).all() == (spec == "wino:block=27")
+    assert (result.aux_passes > 0).all() == (spec == "wino:block=9")
     records = task.records(result.tokens, result.passes, np.arange(len(eval_set)), eval_set)
     assert len(records) == len(eval_set)
 
