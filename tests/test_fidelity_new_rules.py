@@ -375,3 +375,17 @@ def test_saber_s_n_is_bounded_by_the_input_s_positions():
     with pytest.raises(BenchError, match="n=82 is more than inputs of 81 positions can use"):
         decode(model, eval_set.tokens, eval_set.masked, parse_strategy("saber:n=82"), 0.0)
     assert math.isfinite(parse_strategy("saber:n=81").pass_budget())
+
+
+@pytest.mark.parametrize("spec,ablation", [("wino:block=9", "wino:block=9,tau2=0"), ("saber", "saber:backtrack=false")])
+def test_the_no_re_mask_ablations_mask_nothing_again_and_skip_verification(spec, ablation):
+    """Each re-masking rule beside its ablation: the same accept rule, nothing masked again (and
+    WINO's ablation spends no verification passes)."""
+    task, model, eval_set = loaded("hmm")
+    runs = {}
+    for name in (spec, ablation):
+        strategy = parse_strategy(name)
+        strategy.bind(task, model)
+        runs[name] = decode(model, eval_set.tokens, eval_set.masked, strategy, 1.0, seed=2)
+    assert int(runs[ablation].remasked.sum()) == 0 and int(runs[ablation].aux_passes.sum()) == 0
+    assert not torch.equal(runs[spec].tokens, runs[ablation].tokens)

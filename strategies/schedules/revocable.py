@@ -81,7 +81,8 @@ class WINO(Strategy):
     masked, one extra pass per verified position, reported apart as ``verify_passes`` (the
     reference reads it from a shadow copy of the block in the same pass, which a model without
     attention masks cannot take); ``seen``: from the loop's pass, where the model sees the token.
-    tau1 0.6 and tau2 0.9 are ``decoding_wino``'s defaults (line 113, configs/gsm8k.yaml)."""
+    tau1 0.6 and tau2 0.9 are ``decoding_wino``'s defaults (line 113, configs/gsm8k.yaml); tau2 0
+    re-masks nothing (the no-re-mask ablation: wide-in alone, no verification passes)."""
     name: ClassVar[str] = "wino"
     remasks: ClassVar[bool] = True
     aux_passes_metric: ClassVar[str] = "verify_passes"
@@ -140,7 +141,7 @@ class WINO(Strategy):
         checks = accepted > 1
         decoded_here = here & state.start_masked & ~state.masked
         remask = torch.zeros_like(reveal)
-        if (checks.unsqueeze(1) & decoded_here).any():
+        if self.tau2 > 0 and (checks.unsqueeze(1) & decoded_here).any():   # tau2 0 re-masks none: no passes
             back = self.verified(state, decoded_here, checks)
             low = decoded_here & (back < self.tau2) & checks.unsqueeze(1)
             capped = lowest(back, decoded_here, last_accept - 1)
@@ -160,11 +161,13 @@ class Saber(Strategy):
     min(F - 1, max(n // 2, ceil(F / 8))) decoded positions whose confidence fell most since the
     pass before (positions revealed at this pass included). ``block``: the positions of the
     blocks reached so far are eligible; the next block is reached when they are all decoded
-    (0: one block, the reference's default). n 2 is the reference's default (line 471)."""
+    (0: one block, the reference's default). n 2 is the reference's default (line 471).
+    ``backtrack`` false masks nothing again (the no-re-mask ablation: the adaptive threshold alone)."""
     name: ClassVar[str] = "saber"
     remasks: ClassVar[bool] = True
     n: int = bounded(2, low=1, per_position=1)
     block: int = block_field()
+    backtrack: bool = True
 
     def __post_init__(self):
         check_block(self.block)
@@ -206,7 +209,7 @@ class Saber(Strategy):
         fixed = count.clamp_min(self.n)
         back = torch.minimum(fixed - 1, torch.maximum(torch.full_like(fixed, self.n // 2), (fixed + 7) // 8))
         decoded = state.start_masked & region & ~(state.masked & ~reveal)
-        going_on = (eligible & ~reveal).any(1, keepdim=True)   # the reached blocks still hold a mask
+        going_on = (eligible & ~reveal).any(1, keepdim=True) & self.backtrack   # the reached blocks hold a mask
         remask = lowest(fell, decoded, back) & going_on
         # One revealed and masked again at this pass stays masked (the loop re-masks decoded ones only)
         return Selection(reveal & ~remask, remask & ~state.masked)
