@@ -258,9 +258,9 @@ def should_early_exit(current_step, max_steps, answer_gap, thresholds):
     return answer_gap >= thresholds["late"]
 
 
-def prophet_reference(logits, start, given, steps, block, thresholds):
+def prophet_reference(logits, start, given, steps, block, thresholds, region):
     """generate at temperature 0 with LLaDA's low_confidence rule; the answer region (lines 117-134)
-    is every position masked at the start (ours: the whole output is scored)."""
+    is ours (docs/strategies.md): the positions masked now, or every one masked at the start."""
     size = logits.shape[1]
     block = block or size
     x = torch.where(start, MASK, given + 1)
@@ -276,7 +276,8 @@ def prophet_reference(logits, start, given, steps, block, thresholds):
             global_step += 1
             mask_index = x == MASK
             top2 = torch.topk(logits[global_step - 1], k=2, dim=-1).values  # 131-133
-            gap = float((top2[start, 0] - top2[start, 1]).mean())           # 138
+            answer = mask_index if region == "masked" else start
+            gap = float((top2[answer, 0] - top2[answer, 1]).mean())         # 138
             x0 = logits[global_step - 1].argmax(-1)
             if should_early_exit(global_step, steps, gap, thresholds):      # 140-148
                 x[mask_index] = x0[mask_index] + 1
@@ -293,8 +294,9 @@ def prophet_reference(logits, start, given, steps, block, thresholds):
     return trail, False
 
 
-@pytest.mark.parametrize("steps,block", [(16, 0), (8, 0), (12, 4), (16, 8)])
-def test_prophet_commits_as_its_reference(steps, block):
+@pytest.mark.parametrize("steps,block,region", [(16, 0, "masked"), (8, 0, "start"), (12, 4, "masked"),
+                                                (16, 8, "start")])
+def test_prophet_commits_as_its_reference(steps, block, region):
     gen = torch.Generator().manual_seed(3 + steps + block)
     thresholds = {"early": 7.5, "mid": 5.0, "late": 2.5}
     exits = 0
@@ -307,8 +309,8 @@ def test_prophet_commits_as_its_reference(steps, block):
             for b in range(size // block):
                 start[b * block:b * block + min(per_block, block)] = True
         given = torch.randint(values, (size,), generator=gen)
-        expected, exited = prophet_reference(logits, start, given, steps, block, thresholds)
-        ours = run_ours(parse_strategy(f"prophet:steps={steps},block={block}"), logits, start, given)
+        expected, exited = prophet_reference(logits, start, given, steps, block, thresholds, region)
+        ours = run_ours(parse_strategy(f"prophet:steps={steps},block={block},region={region}"), logits, start, given)
         assert len(ours) == len(expected)
         for (masked, tokens), (ref_masked, ref_tokens) in zip(ours, expected):
             assert torch.equal(masked, ref_masked) and torch.equal(tokens, ref_tokens)
