@@ -243,7 +243,17 @@ def test_saber_picks_and_re_masks_as_its_reference(block, n):
         assert len(ours) <= int(start.sum())                        # at most one pass a masked position
         remasked += sum(int((b & ~a).sum()) for (a, _), (b, _) in zip(ours, ours[1:]))
     assert remasked > 20 or n == 1
-    assert set(deviations) <= {"floor", "remask"}
+    assert set(deviations) <= {"floor", "remask"} and (deviations.count("floor") > 0) == (block == 4)
+
+
+def test_a_candidate_of_infinite_change_ranks_before_every_non_candidate():
+    """Saber's documented 'remask' case: with fewer finite candidates than k, the decoded ones of
+    +inf change are taken next (lower index first), never a position that is not a candidate."""
+    from strategies.schedules.revocable import lowest
+    fell = torch.tensor([[INF, 0.5, INF, INF, -0.2]])
+    candidates = torch.tensor([[False, True, False, True, True]])
+    assert lowest(fell, candidates, torch.tensor([3])).tolist() == [[False, True, False, True, True]]
+    assert lowest(fell, candidates, torch.tensor([1])).tolist() == [[False, False, False, False, True]]
 
 
 # --- Prophet: pixeli99/Prophet generate_earlyexit.py, generate, lines 8-25 and 83-171 -------------

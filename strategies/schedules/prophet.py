@@ -30,7 +30,7 @@ class Prophet(Scheduled):
     """Prophet (pixeli99/Prophet generate_earlyexit.py): LLaDA's rule until the top-2 logit gap is large; commit all.
 
     At pass i of ``steps`` (progress i / steps, i counted from 1) the mean top-1 minus top-2 logit
-    over the positions masked at the start is compared with ``early`` (progress < 0.33), ``mid``
+    over ``region`` is compared with ``early`` (progress < 0.33), ``mid``
     (< 0.67) or ``late``; at or above it every masked position is revealed at this pass, else the
     base rule (``score``, ``schedule``, ``steps``, ``block``: Scheduled's, LLaDA's confidence on
     the linear schedule by default) picks. 7.5 / 5.0 / 2.5 are the reference's (lines 15, 21-25;

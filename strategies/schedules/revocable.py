@@ -29,16 +29,17 @@ VERIFY = ("hidden", "seen")
 VERIFY_CHUNK = 256   # leave-one-out rows per model call
 
 
-def lowest(score, candidates, k):
-    """bool [B, N]: the min(k, #candidates) candidates of lowest score per row (ties: lower index)."""
-    _, ranks = rank_masked(-score, candidates)
-    return candidates & (ranks < k.unsqueeze(1))
-
-
 def highest(score, candidates, k):
-    """bool [B, N]: the min(k, #candidates) candidates of highest score per row (ties: lower index)."""
-    _, ranks = rank_masked(score, candidates)
+    """bool [B, N]: the min(k, #candidates) candidates of highest score per row (ties: lower index;
+    a candidate of score +-inf still ranks before every non-candidate)."""
+    largest = torch.finfo(score.dtype).max
+    _, ranks = rank_masked(score.clamp(-largest, largest), candidates)
     return candidates & (ranks < k.unsqueeze(1))
+
+
+def lowest(score, candidates, k):
+    """bool [B, N]: the min(k, #candidates) candidates of lowest score per row (as ``highest``)."""
+    return highest(-score, candidates, k)
 
 
 def value_indices(tokens, value_tokens):
