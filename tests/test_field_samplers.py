@@ -23,7 +23,8 @@ FIELD = ["schedule:steps=8", "schedule:score=confidence,schedule=cosine,steps=6"
          "schedule:score=margin,steps=12,block=16", "topk:k=3,block=8", "eb:gamma=0.3,block=16",
          "factor_rule:f=1.5", "klass:steps=10", "pc_sampler:steps=10", "dus:block=8",
          "remdm:steps=10", "remdm:sigma=rescale,eta=0.5,steps=10", "remdm:sigma=conf,steps=10",
-         "rcr:steps=10", "rcr:steps=12,block=16", "dplm:steps=10"]
+         "rcr:steps=10", "rcr:steps=12,block=16", "dplm:steps=10", "wino:block=9", "saber:block=16",
+         "prophet:steps=10"]
 LOADED = {}
 
 
