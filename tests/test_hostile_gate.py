@@ -25,10 +25,21 @@ MARKS = ("within noise", "not comparable", "better", "worse", "missing", "new")
 ONCE = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
+# The runs the tests copy (the baseline holds every family of each task; comparing all of them in
+# every fuzzed example would cost minutes): the lines the gate's cases name, as the old 4-run ci had.
+SAMPLED = {"sequential", "topk:k=5", "topk:k=8", "eb:gamma=0.3", "eb:gamma=2", "eb:gamma=3", "threshold:tau=0.9",
+           "threshold:tau=0.7", "mi_oracle:gamma=2"}
+
+
 def copy_runs(folder, *tasks):
-    """A copy of the CI baseline's runs of ``tasks`` (summaries and records) in ``folder``."""
+    """A copy of the CI baseline's SAMPLED runs of ``tasks`` (summaries and records) in ``folder``."""
     for task in tasks:
-        shutil.copytree(BASELINE / task, folder / task)
+        (folder / task).mkdir(parents=True)
+        for path in sorted((BASELINE / task).glob("*.json")):
+            summary = json.loads(path.read_text())
+            if summary["label"] in SAMPLED:
+                shutil.copy(path, folder / task / path.name)
+                shutil.copy(path.parent / summary["records_file"], folder / task / summary["records_file"])
     return folder
 
 
@@ -134,7 +145,7 @@ def bad_tolerance(summary):
 ])
 def test_a_baseline_run_that_cannot_be_compared_exits_2_naming_its_file(tmp_path, capsys, damage, why):
     base, new = copy_runs(tmp_path / "base", "sudoku", "hmm"), copy_runs(tmp_path / "new", "sudoku", "hmm")
-    path, summary = summary_of(base, "sudoku", "topk:k=3")
+    path, summary = summary_of(base, "sudoku", "topk:k=5")
     damage(summary)
     path.write_text(json.dumps(summary))
     status = main(["compare", str(base), str(new)])
@@ -187,7 +198,7 @@ def damaged(summary, path, value):
 # One run per kind of per_input recipe: mean and ratio (sudoku), mean_difference (hmm), the
 # reference-based distances (protein).
 FUZZED = {key: summary_of(BASELINE, *key)[0] for key in
-          [("sudoku", "topk:k=3"), ("hmm", "eb:gamma=2"), ("protein", "eb:gamma=1")]}
+          [("sudoku", "topk:k=5"), ("hmm", "eb:gamma=2"), ("protein", "eb:gamma=3")]}
 FIELD_PATHS = sorted(((key, path) for key, file in FUZZED.items() for path in paths_in(json.loads(file.read_text()))),
                      key=str)
 
@@ -227,7 +238,7 @@ def footer_counts(footer):
 
 def test_the_footer_counts_match_the_rows(tmp_path):
     base, new = copy_runs(tmp_path / "base", "sudoku"), copy_runs(tmp_path / "new", "sudoku")
-    path, summary = summary_of(new, "sudoku", "topk:k=3")
+    path, summary = summary_of(new, "sudoku", "topk:k=5")
     summary["metrics"] = summary["metrics"][1:]                       # a metric missing
     path.write_text(json.dumps(summary))
     path, summary = summary_of(new, "sudoku", "eb:gamma=0.3")
@@ -237,14 +248,14 @@ def test_the_footer_counts_match_the_rows(tmp_path):
     summary["config"]["seed"] = 1                                      # not comparable
     path.write_text(json.dumps(summary))
     summary_of(new, "sudoku", "sequential")[0].unlink()               # a run missing
-    shutil.copytree(BASELINE / "hmm", new / "hmm")                     # runs new
+    copy_runs(new, "hmm")                                              # runs new
     status, rows, footer = compared(base, new)
     runs, metrics = footer_counts(footer)
     whole_runs = [mark for key, mark in rows.items() if key[2] == "-"]
     per_metric = [mark for key, mark in rows.items() if key[2] != "-"]
     assert runs == {m: whole_runs.count(m) for m in ("missing", "new", "not comparable")}
     assert metrics == {m: per_metric.count(m) for m in ("within noise", "better", "worse", "missing", "new")}
-    assert (runs["missing"], runs["new"], runs["not comparable"], metrics["missing"], metrics["new"]) == (1, 4, 1, 1, 1)
+    assert (runs["missing"], runs["new"], runs["not comparable"], metrics["missing"], metrics["new"]) == (1, 5, 1, 1, 1)
     assert footer.startswith("FAIL: 2 runs compared, 1 regressions") and status == 1   # the missing run
 
 
@@ -281,8 +292,8 @@ def count_run(folder, field, values, higher_is_better):
     records = [{"index": i, field: int(v)} for i, v in enumerate(values)]
     text = records_text(records)
     mean = float(np.mean(values))
-    summary = {"schema_version": 1, "task": "sudoku", "label": "topk:k=3", "headline": field,
-               "config": {"task": "sudoku", "strategy_spec": "topk:k=3,order=confidence", "seed": 0,
+    summary = {"schema_version": 1, "task": "sudoku", "label": "topk:k=5", "headline": field,
+               "config": {"task": "sudoku", "strategy_spec": "topk:k=5,order=confidence", "seed": 0,
                           "limit": len(values), "data_id": "d", "model_id": "m", "temperature": 0.0},
                "metrics": [{"name": field, "label": field, "value": mean, "ci_low": mean - 1, "ci_high": mean + 1,
                             "higher_is_better": higher_is_better, "n": len(values),
@@ -345,7 +356,7 @@ def one_line(capsys, argv):
 
 def test_a_base_run_missing_from_new_fails_unless_allowed(tmp_path, capsys):
     base, new = copy_runs(tmp_path / "base", "sudoku", "hmm"), copy_runs(tmp_path / "new", "sudoku", "hmm")
-    for label in ("eb:gamma=0.3", "topk:k=3"):
+    for label in ("eb:gamma=0.3", "topk:k=5"):
         path, summary = summary_of(new, "sudoku", label)
         (path.parent / summary["records_file"]).unlink()
         path.unlink()
@@ -353,7 +364,7 @@ def test_a_base_run_missing_from_new_fails_unless_allowed(tmp_path, capsys):
     assert status == 1 and footer.startswith("FAIL") and "2 missing" in footer
     argv = ["compare", str(base), str(new), "--allow-missing", "sudoku/eb:gamma=0.3"]
     assert one_line(capsys, argv)[0] == 1   # the other one is still missing
-    assert one_line(capsys, argv + ["--allow-missing", "sudoku/topk:k=3"])[0] == 0
+    assert one_line(capsys, argv + ["--allow-missing", "sudoku/topk:k=5"])[0] == 0
     status, err = one_line(capsys, argv + ["--allow-missing", "sudoku/topk:k=4"])
     assert status == 2 and "'sudoku/topk:k=4' names no run of BASE" in err
 
@@ -420,4 +431,4 @@ def test_passes_marked_worse_fail_even_within_5_percent(tmp_path_factory, n, cha
     folder = tmp_path_factory.mktemp("passes")
     base, new = count_run(folder / "b", "passes", passes, False), count_run(folder / "n", "passes", more, False)
     status, rows, _ = compared(base, new, DEFAULT_FAIL_ON)
-    assert rows[("sudoku", "topk:k=3", "passes")] == "worse" and status == 1
+    assert rows[("sudoku", "topk:k=5", "passes")] == "worse" and status == 1

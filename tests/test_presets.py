@@ -19,11 +19,19 @@ def test_no_preset_runs_the_default_sweep_of_the_headline_task_on_all_data():
     assert only.specs == list(declared.specs["default"]) + calibrated_specs(declared)
 
 
-def test_ci_is_small_and_paper_adds_seeds():
+def test_ci_covers_every_family_and_task_on_few_inputs_and_paper_adds_seeds():
+    """Issue 52: a regression in any strategy family or task must be able to fail the gate, so
+    the ci tier runs each family at one setting on every task a tier runs (gsm waits for its
+    model), on a few inputs, and .ci/gate_runs adds an ``hf:`` checkpoint."""
+    load_plugins()
     ci = {p.task: p for p in plan("ci")}
-    assert set(ci) == {"sudoku", "protein", "hmm", "hmm_mdm"}
-    assert ci["sudoku"].limit == 100 and ci["protein"].limit == 40
-    assert all(p.seeds == (0,) and 3 <= len(p.specs) <= 4 for p in ci.values())
+    assert set(ci) == {name for name, task in TASKS.items() if task.in_presets}
+    assert unswept(STRATEGIES, "ci") == []
+    assert all(p.seeds == (0,) and p.limit <= 200 for p in ci.values())
+    for name, p in ci.items():   # every family the task's quick tier runs, the exact oracle where cheap
+        assert {s.partition(":")[0] for s in sweep_of(name, "quick")} <= {s.partition(":")[0] for s in p.specs}
+    gate_runs = (Path(__file__).resolve().parent.parent / ".ci" / "gate_runs").read_text()
+    assert "--preset ci --out" in gate_runs and '--model "hf:$hf"' in gate_runs
     paper = {p.task: p for p in plan("paper")}
     assert set(paper) >= {"sudoku", "protein", "hmm", "hmm_mdm"}
     assert all(p.limit == (48 if p.task == "antibody" else None) and p.specs == sweep_of(p.task, "paper")

@@ -61,3 +61,16 @@ def field_quick(steps, *, dus_block, pc_lam=0.25):
     return [f"schedule:steps={steps}", "factor_rule:f=1", f"klass:steps={steps}",
             f"pc_sampler:lam={pc_lam},steps={steps}", f"dus:block={dus_block}", f"remdm:steps={steps}",
             f"rcr:steps={steps}", f"dplm:steps={steps}"]
+
+
+def revocable_quick(positions, *, wino="wino"):
+    """The quick tier's runs of the newer rules (strategies/schedules/revocable.py, prophet.py), each
+    beside its ablation: WINO against itself never re-masking (tau2 0), Saber without backtracking,
+    Prophet against its base rule (LLaDA's confidence order) at the same steps; steps = the task's
+    positions, as Prophet's own evaluation runs. ``wino``: its spec (None leaves WINO out, for a
+    model where its verification pass per decoded position is too dear for the tier)."""
+    runs = ["saber", "saber:backtrack=false", f"prophet:steps={positions}",
+            f"schedule:score=confidence,steps={positions}"]
+    if wino:
+        runs += [wino, f"{wino},tau2=0" if ":" in wino else f"{wino}:tau2=0"]
+    return runs

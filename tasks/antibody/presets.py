@@ -25,7 +25,7 @@ from bench.settings import (
     sweep,
 )
 from strategies.learned.presets import learned_sweep
-from strategies.schedules.presets import REMASKING, field_quick, field_sweep, remasking_ablation
+from strategies.schedules.presets import REMASKING, field_quick, field_sweep, remasking_ablation, revocable_quick
 
 GRID = sweep("eb", "gamma", (0.3, 1, 3)) + sweep("threshold", "tau", (0.9, 0.7))
 # The default keeps of eb's and the threshold's grids only their ends beyond the last budget (16
@@ -62,7 +62,7 @@ PAPER += MI + sweep("mi", "gamma", (8,)) + sweep("mi", "gamma", (8,), ",lam=0")
 DEFAULT += learned_sweep((5, 10))
 PAPER += learned_sweep((5, 10, 15))
 QUICK += ["mi:gamma=4", "mi:gamma=4,lam=0", "mi_eb:gamma=4"] + learned_sweep((10,), modes=("sample",))
-QUICK += field_quick(8, dus_block=16)
+QUICK += field_quick(8, dus_block=16) + revocable_quick(114, wino=None)   # WINO: 9 min planned for 10 domains
 # The budget table compares eb and the threshold at runs calibrated to each budget on the 48
 # validation domains (`python -m bench calibrate --task antibody --budgets` writes the file).
 CALIBRATION = BudgetCalibration((Knob("eb", "gamma", 0.1, 30), Knob("threshold", "tau", 0.1, 0.95)),
@@ -75,8 +75,8 @@ register_ablation("one_pass_vs_sequential", Ablation(
     "topk", {"k": 100}, "sequential", {}))
 
 register_task_settings(
-    "antibody", {"paper": PAPER, "default": DEFAULT, "quick": QUICK},
-    limits={"quick": 16, "default": 48, "paper": 48},   # a 26M-parameter model: 48 domains, not the split's 296
+    "antibody", {"paper": PAPER, "default": DEFAULT, "quick": QUICK, "ci": QUICK},
+    limits={"quick": 16, "default": 48, "paper": 48, "ci": 2},   # a 26M-parameter model: 48 domains, not the split's 296
     figure_references=("eb",),
     validation=Validation(seed=0, data="validation", limit=48),   # the task's own split: genes apart from test's
     calibration=CALIBRATION,

@@ -40,6 +40,23 @@ def antiberty_folder():
     return folder, vocab
 
 
+def antiberty_hf_folder(out=None):
+    """AntiBERTy's checkpoint and vocabulary copied into one folder, what ``--model hf:FOLDER``
+    loads (the wheel keeps vocab.txt one folder up, where AutoTokenizer does not look); default
+    ``<cache>/antiberty_hf``. Returns the folder. The CI gate runs the antibody task through it, so
+    the generic ``hf:`` path is exercised on a published model (docs/ci-gate.md)."""
+    import shutil
+
+    from bench.checkpoints import cache_dir
+    folder, vocab = antiberty_folder()
+    target = Path(out) if out else cache_dir() / "antiberty_hf"
+    target.mkdir(parents=True, exist_ok=True)
+    for source in [p for p in sorted(folder.iterdir()) if p.is_file()] + [vocab]:
+        if not (target / source.name).is_file() or (target / source.name).stat().st_size != source.stat().st_size:
+            shutil.copyfile(source, target / source.name)
+    return target
+
+
 def filled_region(tokens_row, domain):
     """The amino acids the model wrote in the masked region of one row."""
     ids = tokens_row[1:len(domain.sequence) + 1].tolist()
@@ -159,7 +176,9 @@ class AntibodyTask(Task):
     def data_builders(self):
         from tasks.antibody.sapiens import fetch_checkpoints
         return {"sapiens": ("Sapiens 1.0.5's weights for --model sapiens (from its wheel, no dependencies)",
-                            lambda args: print(f"Sapiens weights: {fetch_checkpoints()}"))}
+                            lambda args: print(f"Sapiens weights: {fetch_checkpoints()}")),
+                "antiberty_hf": ("AntiBERTy as one Hugging Face folder for --model hf:FOLDER (prints the folder)",
+                                 lambda args: print(antiberty_hf_folder()))}
 
     def value_frequencies(self):
         """[20] each residue's frequency in the helper species' V domains (PC-Sampler's background):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bench.settings import BudgetCalibration, Knob, Validation, Verdicts, register_task_settings, sweep
 from strategies.learned.presets import learned_sweep
-from strategies.schedules.presets import REMASKING, field_quick, field_sweep, remasking_ablation
+from strategies.schedules.presets import REMASKING, field_quick, field_sweep, remasking_ablation, revocable_quick
 
 GAMMAS = (1, 2, 4, 8)
 SWEEP = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin", "k", (2, 4, 8))
@@ -35,7 +35,7 @@ EXACT = SWEEP + sweep("mi_oracle", "gamma", (2, 4, 8)) + FIELD_EXACT
 DEFAULT_EXACT = DEFAULT + sweep("mi_oracle", "gamma", (2,)) + FIELD_EXACT
 QUICK = (["sequential", "topk:k=8", "margin:k=8", "eb:gamma=2", "threshold:tau=0.7"]
          + sweep("mi", "gamma", (2,)) + sweep("mi", "gamma", (2,), ",lam=0") + ["mi_eb:gamma=2"]
-         + learned_sweep((16,), modes=("sample",)) + field_quick(16, dus_block=8))
+         + learned_sweep((16,), modes=("sample",)) + field_quick(16, dus_block=8) + revocable_quick(64))
 # KL in nats per sequence; sequential is exact (KL 0) on the chain
 VERDICTS = Verdicts(budgets=(8, 16, 24, 32), margin=0.1, reference="sequential")
 # For an order drawn at random, log q sums the values' log-probabilities given the drawn order: its
@@ -80,7 +80,7 @@ def calibration(task, knobs=KNOBS):
 
 register_task_settings(
     "hmm", {"paper": EXACT, "default": DEFAULT_EXACT, "quick": QUICK + ["mi_oracle:gamma=2"],
-            "ci": ["sequential", "topk:k=8", "eb:gamma=2", "mi_oracle:gamma=2"], "retrained": RETRAINED},
+            "ci": QUICK + ["mi_oracle:gamma=2"], "retrained": RETRAINED},
     limits={"ci": 200}, verdicts=VERDICTS, figure_references=FIGURE_REFERENCES,
     order_bounds=ORDER_BOUNDS, order_lower=ORDER_LOWER, validation=VALIDATION,
     calibration=calibration("hmm", KNOBS + (Knob("mi_oracle", "gamma", 0.5, 64),)),
@@ -92,7 +92,7 @@ register_task_settings(
 # sequences on 2 cores), so the hmm_mdm tiers leave it out; the chain's exact oracle is in `hmm`.
 register_task_settings(
     "hmm_mdm", {"paper": SWEEP + JOINT_BASE, "default": DEFAULT + JOINT_BASE, "quick": QUICK,
-                "ci": ["sequential", "topk:k=8", "eb:gamma=2", "threshold:tau=0.7"]},
+                "ci": QUICK},
     limits={"quick": 500, "ci": 200}, verdicts=VERDICTS, figure_references=FIGURE_REFERENCES,
     order_bounds=ORDER_BOUNDS, order_lower=ORDER_LOWER, validation=VALIDATION, calibration=calibration("hmm_mdm"),
     ablations=("mi_term_greedy", "mi_term_eb", "mi_vs_eb") + LEARNED + COMPARISONS)

@@ -21,7 +21,7 @@ from bench.settings import (
     sweep,
 )
 from strategies.learned.presets import learned_sweep
-from strategies.schedules.presets import REMASKING, field_quick, field_sweep, remasking_ablation
+from strategies.schedules.presets import REMASKING, field_quick, field_sweep, remasking_ablation, revocable_quick
 from tasks.protein.references import second_reference
 
 MI_GAMMAS = (6, 12, 24)
@@ -57,8 +57,8 @@ JOINT_BASE = (["learned:T=5,policy=tasks/protein/weights/elbo/order_policy_T5.pt
               + sweep("eb", "gamma", (20, 40, 80)) + sweep("topk", "k", (16, 24)) + sweep("margin", "k", (16, 24)))
 PAPER += JOINT_BASE
 DEFAULT += DEFAULT_FIELD
-QUICK += field_quick(12, dus_block=16)
-CI = ["sequential", "topk:k=4", "eb:gamma=1", "threshold:tau=0.7"]
+QUICK += field_quick(12, dus_block=16) + revocable_quick(101, wino=None)   # WINO: 41 s for 10 proteins
+CI = QUICK   # the regression gate: every family at the quick tier's setting, on a few proteins
 # The validation split: reference B (500 other held-out cluster representatives, no cluster shared
 # with reference A or with training) as the reference the metrics read, and lengths drawn from it
 # under a seed no tier runs; its floor is then half of B against the other half.
@@ -73,7 +73,7 @@ CALIBRATION = BudgetCalibration(
 
 register_task_settings(
     "protein", {"paper": PAPER, "default": DEFAULT, "quick": QUICK, "ci": CI},
-    limits={"quick": 100, "ci": 40},
+    limits={"quick": 100, "ci": 8},
     # the headline (W1, bits): 0.003 is about the ladder's 10% substitution rung over the floor
     # (reports/protein_ladder.md), the smallest degradation the metric is built to see
     figure_references=("eb", "schedule:score=random"),
