@@ -7,7 +7,7 @@ from bench.decode import FirstPasses, decode
 from bench.presets import sweep_of
 from bench.registry import STRATEGIES, load_plugins, make_task, parse_strategy
 
-INPUTS = {"sudoku": 12, "hmm_mdm": 8}   # argmax values (Sudoku) and sampled ones (hmm_mdm)
+INPUTS = {"sudoku": 4, "hmm_mdm": 8}   # argmax values (Sudoku) and sampled ones (hmm_mdm)
 LOADED = {}
 
 

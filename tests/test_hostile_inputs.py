@@ -225,3 +225,15 @@ def test_plan_of_the_retrained_preset_runs_from_any_folder(tmp_path):
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
     assert "not found" not in proc.stderr and "error" not in proc.stderr
+
+
+def test_helper_paths_resolve_from_the_checkout_in_any_folder(tmp_path, monkeypatch):
+    """The fast twin of the plan above (slow: tests/conftest.py SLOW): every helper file the
+    retrained tier names resolves from the checkout when the working directory is elsewhere."""
+    from bench.checkpoints import helper_file
+    from bench.presets import sweep_of
+    monkeypatch.chdir(tmp_path)
+    named = {part.split("=", 1)[1] for spec in sweep_of("hmm", "retrained") for part in spec.split(",")
+             if part.startswith(("estimator=", "policy="))}
+    assert named and all(helper_file(path).is_file() for path in named)
+    assert helper_file(tmp_path / "mine.pt") == tmp_path / "mine.pt"   # a user's own file is read where it is

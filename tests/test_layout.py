@@ -2,6 +2,7 @@
 needs no model code, and every report table quoted in a .md file is what `bench report` writes."""
 import ast
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -218,15 +219,32 @@ def test_no_private_name_is_imported_across_modules():
     assert private == []
 
 
-def test_report_runs_without_model_code(tmp_path):
+def report_modules(results, out):
+    """(exit status and stderr, the heavy modules imported) of `bench report` over ``results``."""
     code = ("import sys; from bench.cli import main; "
-            f"main(['report', '--results', {str(ROOT / 'results')!r}, '--out', {str(tmp_path)!r}]); "
+            f"main(['report', '--results', {str(results)!r}, '--out', {str(out)!r}]); "
             "heavy = sorted(m for m in ('torch', 'esm') if m in sys.modules); print('HEAVY', heavy)")
-    # the whole committed report: about 5 CPU minutes since protein's claims are tested on two references
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, proc.stderr
-    assert "HEAVY []" in proc.stdout
+    return proc.returncode, proc.stderr, proc.stdout
+
+
+def test_report_runs_without_model_code(tmp_path):
+    """The whole committed report (about 5 CPU minutes: protein's claims are tested on two
+    references); slow (tests/conftest.py SLOW), its fast twin below reads the CI baseline."""
+    code, err, out = report_modules(ROOT / "results", tmp_path)
+    assert code == 0, err
+    assert "HEAVY []" in out
     assert (tmp_path / "mi_sudoku.md").exists() and (tmp_path / "pareto_protein_judge_w1.png").exists()
+
+
+def test_report_of_every_family_runs_without_model_code(tmp_path):
+    """The same on the CI baseline's Sudoku runs (every strategy family: figures, tables, claims), and
+    still no model code imported."""
+    shutil.copytree(ROOT / "baselines" / "ci" / "sudoku", tmp_path / "results" / "sudoku")
+    code, err, out = report_modules(tmp_path / "results", tmp_path / "reports")
+    assert code == 0, err
+    assert "HEAVY []" in out
+    assert (tmp_path / "reports" / "pareto_sudoku.png").exists() or list((tmp_path / "reports").glob("pareto_*.png"))
 
 
 def test_markdown_blocks_are_filled_from_the_named_report_file(tmp_path):

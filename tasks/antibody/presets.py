@@ -76,7 +76,8 @@ register_ablation("one_pass_vs_sequential", Ablation(
 
 register_task_settings(
     "antibody", {"paper": PAPER, "default": DEFAULT, "quick": QUICK, "ci": QUICK},
-    limits={"quick": 16, "default": 48, "paper": 48, "ci": 2},   # a 26M-parameter model: 48 domains, not the split's 296
+    # a 26M-parameter model: 48 domains, not the split's 296; the gate 2
+    limits={"quick": 16, "default": 48, "paper": 48, "ci": 2},
     figure_references=("eb",),
     validation=Validation(seed=0, data="validation", limit=48),   # the task's own split: genes apart from test's
     calibration=CALIBRATION,
