@@ -62,7 +62,7 @@ PAPER += MI + sweep("mi", "gamma", (8,)) + sweep("mi", "gamma", (8,), ",lam=0")
 DEFAULT += learned_sweep((5, 10))
 PAPER += learned_sweep((5, 10, 15))
 QUICK += ["mi:gamma=4", "mi:gamma=4,lam=0", "mi_eb:gamma=4"] + learned_sweep((10,), modes=("sample",))
-QUICK += field_quick(8, dus_block=16) + revocable_quick(114, wino=None)   # WINO: 9 min planned for 10 domains
+QUICK += field_quick(8, dus_block=16) + revocable_quick(wino=None)   # WINO and Prophet: on Sudoku and hmm
 # The budget table compares eb and the threshold at runs calibrated to each budget on the 48
 # validation domains (`python -m bench calibrate --task antibody --budgets` writes the file).
 CALIBRATION = BudgetCalibration((Knob("eb", "gamma", 0.1, 30), Knob("threshold", "tau", 0.1, 0.95)),

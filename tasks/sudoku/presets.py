@@ -45,7 +45,7 @@ PAPER += JOINT_BASE
 QUICK = (["sequential", "topk:k=5", "margin:k=5", "eb:gamma=0.3", "threshold:tau=0.9"]
          + sweep("mi", "gamma", (0.3,)) + sweep("mi", "gamma", (0.3,), ",lam=0") + ["mi_eb:gamma=0.3"]
          + learned_sweep((10,), modes=("sample",)) + field_quick(8, dus_block=27, pc_lam=0)
-         + revocable_quick(81, wino="wino:tau1=0.7"))   # tau1 0.7: WINO's configs/sudoku.yaml
+         + revocable_quick(81, wino=None))   # WINO: 188 verification passes a puzzle; on hmm
 # The regression gate runs every family at the quick tier's setting on a few puzzles (issue 52: a
 # regression in any family fails CI); the exact-MI oracle runs in `hmm`'s, where it is cheap.
 CI = QUICK
