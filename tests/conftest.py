@@ -1,4 +1,5 @@
 import contextlib
+import functools
 import importlib.util
 import os
 import signal
@@ -106,3 +107,11 @@ def pytest_collection_modifyitems(config, items):
         if item.nodeid in SLOW:
             item.add_marker(pytest.mark.slow)
             item.add_marker(pytest.mark.moved_slow)
+
+
+@functools.cache
+def loaded_task(task_name, n):
+    """(task, its shipped model, its first ``n`` inputs at seed 0), loaded once per test session."""
+    from bench.registry import make_task
+    task = make_task(task_name)
+    return task, task.load_model(), task.eval_set(n, 0)

@@ -18,7 +18,8 @@ from bench.cli import main
 from bench.core import ModelOutput, Selection, StepState
 from bench.decode import decode
 from bench.errors import BenchError
-from bench.registry import load_plugins, make_task, parse_strategy
+from bench.registry import load_plugins, parse_strategy
+from conftest import loaded_task
 
 load_plugins()
 MASK = 0           # the token of a masked position; value v is token v + 1
@@ -330,14 +331,8 @@ def test_prophet_commits_as_its_reference(steps, block, region):
 
 # --- end to end: real tasks, the loop, hostile parameters ----------------------------------------
 
-TASKS = {}
-
-
 def loaded(task_name, n=2):
-    if task_name not in TASKS:
-        task = make_task(task_name)
-        TASKS[task_name] = task, task.load_model(), task.eval_set(n, 0)
-    return TASKS[task_name]
+    return loaded_task(task_name, n)
 
 
 @pytest.mark.parametrize("task_name", ["sudoku", "hmm"])

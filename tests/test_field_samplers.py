@@ -12,6 +12,7 @@ from bench.core import ModelOutput, Selection, StepState, Strategy
 from bench.decode import decode
 from bench.errors import BenchError
 from bench.registry import canonical, load_plugins, make_task, parse_strategy, strategy_params
+from conftest import loaded_task
 from strategies.schedules.dus import dilated_rounds
 from strategies.schedules.parts import quota
 from tasks.hmm import chain
@@ -25,14 +26,8 @@ FIELD = ["schedule:steps=8", "schedule:score=confidence,schedule=cosine,steps=6"
          "remdm:steps=10", "remdm:sigma=rescale,eta=0.5,steps=10", "remdm:sigma=conf,steps=10",
          "rcr:steps=10", "rcr:steps=12,block=16", "dplm:steps=10", "wino:block=9", "saber:block=16",
          "prophet:steps=10"]
-LOADED = {}
-
-
 def loaded(task_name, n=6):
-    if task_name not in LOADED:
-        task = make_task(task_name)
-        LOADED[task_name] = task, task.load_model(), task.eval_set(n, 0)
-    return LOADED[task_name]
+    return loaded_task(task_name, n)
 
 
 def decoded(task_name, spec, rows):
