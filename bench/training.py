@@ -83,11 +83,17 @@ def check_out(out, same_as, overwrite):
 
 
 def setup_log(log_path):
-    """Log INFO lines to ``log_path`` (appending) and keep the console for the progress bar."""
+    """Log INFO lines to ``log_path`` (appending) and keep the console for the progress bar. A previous
+    training's log file is closed first: in one long process (tests, notebooks) each training logs to
+    its own file only."""
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(log_path)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
     root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "bench_training_log", False)]:
+        root.removeHandler(old)
+        old.close()
+    handler = logging.FileHandler(log_path)
+    handler.bench_training_log = True
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
     root.setLevel(logging.INFO)
     root.addHandler(handler)
 

@@ -9,6 +9,7 @@ import pytest
 
 from bench.calibrate import calibrate, knob_spec
 from bench.errors import BenchError
+from conftest import run_cli
 
 
 def test_a_falling_knob_is_bisected_on_a_log_scale_to_within_two_percent():
@@ -47,9 +48,8 @@ def test_the_spec_keeps_the_templates_parameters():
 
 def test_the_command_calibrates_eb_on_the_exact_tasks_validation_sequences():
     """A real decode: EB-Sampler's gamma on 100 validation sequences of the exact HMM task (seed 100)."""
-    proc = subprocess.run([sys.executable, "-m", "bench", "calibrate", "--task", "hmm", "--strategy", "eb",
-                           "--knob", "gamma", "--budget", "16", "--range", "0.5,16", "--limit", "100"],
-                          capture_output=True, text=True, timeout=600)
+    proc = run_cli("calibrate", "--task", "hmm", "--strategy", "eb", "--knob", "gamma", "--budget", "16",
+                   "--range", "0.5,16", "--limit", "100")
     assert proc.returncode == 0, proc.stderr
     last = proc.stdout.strip().splitlines()[-1]
     assert last.startswith("eb:gamma=") and "on 100 validation inputs of hmm, within 2% of 16" in last

@@ -3,7 +3,6 @@ Tiny random BERT and ESM checkpoints made here stand for AntiBERTy, ESM-2 or DPL
 their logits are the network's own at the task's values, and they decode the protein and the
 antibody task through the real CLI."""
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import torch
 from bench.errors import BenchError
 from bench.hf import load_hf_model
 from bench.models import load_model
-from conftest import needs_antibody_extra
+from conftest import needs_antibody_extra, run_cli
 from tasks.antibody.task import AntibodyTask
 
 transformers = pytest.importorskip("transformers")
@@ -86,13 +85,9 @@ def test_the_model_spec_dispatches_and_is_kept_for_the_run_config(checkpoints):
     assert task.model_spec == f"hf:{checkpoints['bert']}" and model.vocab_size == 20
 
 
-def cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
-
-
 @needs_antibody_extra
 def test_a_tiny_bert_decodes_the_antibody_task_through_the_cli(checkpoints, tmp_path):
-    proc = cli("run", "--tasks", "antibody", "--model", f"hf:{checkpoints['bert']}", "--strategies",
+    proc = run_cli("run", "--tasks", "antibody", "--model", f"hf:{checkpoints['bert']}", "--strategies",
                "topk:k=40,eb:gamma=1", "--limit", "2", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     summaries = [json.loads(p.read_text()) for p in tmp_path.rglob("*.json")]

@@ -10,7 +10,7 @@ from bench.cli import main
 from bench.errors import BenchError
 from bench.registry import parse_strategy
 from bench.results import to_json
-from conftest import run_cli
+from conftest import run_fresh_cli
 from tasks.protein.fasta import read_fasta
 from tasks.protein.split import REFERENCE_A
 from tasks.sudoku.data import TEST_SET, read_puzzles
@@ -98,7 +98,7 @@ def test_unwritable_out_is_found_before_any_decoding(capsys, tmp_path, monkeypat
 
 
 def test_a_text_file_as_model_is_one_line_in_a_fresh_process(tmp_path, files):
-    proc = run_cli("run", "--limit", 2, "--out", tmp_path, "--model", files["text_model"])
+    proc = run_fresh_cli("run", "--limit", 2, "--out", tmp_path, "--model", files["text_model"])
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "corrupt or unreadable" in proc.stderr and "Traceback" not in proc.stderr
 
