@@ -50,8 +50,8 @@ def table_model():
     return TableModel(torch.randn(6, 3))
 
 
-def run_cli(*args):
-    """`bench ARGS` from the checkout, in this process (a fresh `python -m bench` costs 2.5-3 s of imports,
+def run_cli(*args, cwd=ROOT):
+    """`bench ARGS` from ``cwd`` (the checkout), in this process (a fresh `python -m bench` costs 2.5-3 s of imports,
     which was a third of the fast suite): a CompletedProcess with what it printed and its exit status.
     An exception that escapes ``main`` becomes exit 1 with its traceback on stderr, as a fresh process
     would print it. Tests of start-up itself use ``run_fresh_cli``."""
@@ -61,7 +61,7 @@ def run_cli(*args):
 
     from bench.cli import main
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.chdir(ROOT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = main([str(arg) for arg in args])
         except SystemExit as exit_:
@@ -77,6 +77,38 @@ def run_fresh_cli(*args):
     import subprocess
     return subprocess.run([sys.executable, "-m", "bench", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture
+def toy_plugin(monkeypatch):
+    """The toy plugin (tests/toy) named in UNMASK_BENCH_PLUGINS, for ``run_cli`` in this process: every
+    registry it fills is restored afterwards and its modules forgotten, so no other test sees it."""
+    import bench.cli  # noqa: F401  (registers the core commands)
+    import bench.paired
+    import bench.registry
+    import bench.settings
+    for only in (None, "cli", "figures"):   # all but the toy registered before the snapshot
+        bench.registry.load_plugins(only)
+    registries = [getattr(module, name) for module, names in (
+        (bench.registry, ("STRATEGIES", "TASKS", "COMMANDS", "TRAINERS", "REPORTS", "ORIGINS")),
+        (bench.settings, ("TASK_SETTINGS", "ABLATIONS", "DENOISER_ABLATIONS", "DRAWN_ORDERS")),
+        (bench.paired, ("STATISTICS",))) for name in names]
+    kept = [dict(registry) for registry in registries]
+    monkeypatch.syspath_prepend(str(ROOT / "tests"))
+    monkeypatch.setenv("UNMASK_BENCH_PLUGINS", "toy")
+    yield
+    for registry, before in zip(registries, kept):
+        registry.clear()
+        registry.update(before)
+    for name in [name for name in sys.modules if name == "toy" or name.startswith("toy.")]:
+        del sys.modules[name]
+
+
+@pytest.fixture
+def no_figures(monkeypatch):
+    """`bench report` without drawing: 90% of a small report's 3 s is matplotlib, and tests of what
+    a report skips, refuses or tables need none of it (the figures have their own tests)."""
+    monkeypatch.setattr("bench.report.build.draw_figures", lambda *args, **kwargs: [])
 
 
 @contextlib.contextmanager

@@ -2,24 +2,16 @@
 examples/byo_model.py (a plain torch module wrapped in about 20 lines), run on Sudoku; a model
 without what a strategy needs, and bad import specs, are one-line errors before any decoding."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from bench.cli import main
-from conftest import ROOT
+from conftest import ROOT, run_cli
 
 
-def bench(*args):
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "examples")}
-    return subprocess.run([sys.executable, "-m", "bench", *map(str, args)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
-
-
-def test_a_wrapped_torch_module_runs_through_bench_run(tmp_path):
-    proc = bench("run", "--tasks", "sudoku", "--model", "byo_model:make_model", "--strategies", "topk:k=3,eb",
+def test_a_wrapped_torch_module_runs_through_bench_run(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))   # as PYTHONPATH=examples would
+    proc = run_cli("run", "--tasks", "sudoku", "--model", "byo_model:make_model", "--strategies", "topk:k=3,eb",
                  "--limit", 3, "--out", tmp_path)
     assert proc.returncode == 0, proc.stderr
     summaries = [json.loads(p.read_text()) for p in (tmp_path / "sudoku").glob("*[0-9a-f].json")]

@@ -1,7 +1,4 @@
 """`bench calibrate` (issue 29 item 2): a knob bisected until mean passes are within 2% of a budget."""
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -57,12 +54,10 @@ def test_the_command_calibrates_eb_on_the_exact_tasks_validation_sequences():
     assert abs(passes / 16 - 1) <= 0.02
 
 
-def test_a_task_without_a_validation_split_cannot_be_calibrated():
+def test_a_task_without_a_validation_split_cannot_be_calibrated(toy_plugin):
     """The toy plugin task (tests/toy) declares no settings, so no validation split either."""
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent), UNMASK_BENCH_PLUGINS="toy")
-    proc = subprocess.run([sys.executable, "-m", "bench", "calibrate", "--task", "toy", "--strategy", "eb",
-                           "--knob", "gamma", "--budget", "16", "--range", "1,30"],
-                          capture_output=True, text=True, env=env)
+    proc = run_cli("calibrate", "--task", "toy", "--strategy", "eb", "--knob", "gamma", "--budget", "16",
+                   "--range", "1,30")
     assert proc.returncode == 2 and proc.stderr.strip().startswith("error: task 'toy' declares no validation split")
 
 
@@ -130,8 +125,8 @@ def test_each_tasks_calibrated_runs_are_in_its_default_and_paper_tiers_only(task
     found = calibrated_specs(settings)
     assert found and all(abs(e["passes"] / e["budget"] - 1) <= 0.02 for e in entries if e["within"])
     assert {e["template"] for e in entries} <= {k.template for k in settings.calibration.knobs}
-    for spec in found:
-        assert spec in sweep_of(task, "default") and spec in sweep_of(task, "paper")
+    default, paper = sweep_of(task, "default"), sweep_of(task, "paper")
+    assert all(spec in default and spec in paper for spec in found)
     assert sweep_of(task, "quick") == list(settings.specs["quick"])     # quick adds none
 
 

@@ -7,16 +7,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import run_cli
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def bench(*args, tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "tests"), UNMASK_BENCH_PLUGINS="toy")
-    return subprocess.run([sys.executable, "-m", "bench", *map(str, args)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    """`bench ARGS` with the toy plugin, in this process (the toy_plugin fixture registers it and
+    restores every registry after)."""
+    return run_cli(*args, cwd=tmp_path)
 
 
-def test_the_toy_task_and_strategy_run_through_the_cli(tmp_path):
+def test_the_toy_task_and_strategy_run_through_the_cli(tmp_path, toy_plugin):
     listed = bench("list", tmp_path=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert "toy " in listed.stdout and "leftmost" in listed.stdout
@@ -50,7 +52,7 @@ def test_nothing_outside_the_toy_folder_names_it():
     assert [p for p in sources if re.search(r"\btoy(?!s\b)", p.read_text().lower())] == []
 
 
-def test_a_strategy_on_a_task_without_its_protocol_is_a_one_line_error(tmp_path):
+def test_a_strategy_on_a_task_without_its_protocol_is_a_one_line_error(tmp_path, toy_plugin):
     """The toy task implements neither the MI estimator's protocol nor the learned order's:
     `bench list` says so, and running either family on it names what is missing, before decoding."""
     listed = bench("list", tmp_path=tmp_path)

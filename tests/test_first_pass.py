@@ -5,17 +5,10 @@ import torch
 
 from bench.decode import FirstPasses, decode
 from bench.presets import sweep_of
-from bench.registry import STRATEGIES, load_plugins, make_task, parse_strategy
+from bench.registry import STRATEGIES, load_plugins, parse_strategy
+from conftest import loaded_task
 
-INPUTS = {"sudoku": 4, "hmm_mdm": 8}   # argmax values (Sudoku) and sampled ones (hmm_mdm)
-LOADED = {}
-
-
-def loaded(task_name):
-    if task_name not in LOADED:
-        task = make_task(task_name)
-        LOADED[task_name] = task, task.load_model(), task.eval_set(INPUTS[task_name], 0)
-    return LOADED[task_name]
+INPUTS = {"sudoku": 2, "hmm_mdm": 4}   # argmax values (Sudoku) and sampled ones (hmm_mdm)
 
 
 def spec_on(task_name, name):
@@ -44,7 +37,7 @@ def decoded(task, model, eval_set, name, first_pass):
 @pytest.mark.parametrize("task_name,name", cases())
 def test_every_strategy_decodes_the_same_with_the_shared_first_pass(task_name, name):
     """Each registered strategy (a new one included, at its default spec) on an argmax and a sampling task."""
-    task, model, eval_set = loaded(task_name)
+    task, model, eval_set = loaded_task(task_name, INPUTS[task_name])
     shared = FirstPasses(model)
     decoded(task, model, eval_set, "sequential", shared)            # another run computes the first pass
     with_shared = decoded(task, model, eval_set, name, shared)

@@ -144,7 +144,7 @@ def nan_value(summary, folder):
 @pytest.mark.parametrize("damage,why", [(drop("provenance"), "has no provenance"), (drop("model"), "has no model"),
                                         (delete_records, "'deleted.jsonl', which is missing"),
                                         (nan_value, "with value nan, not a finite number")])
-def test_an_incomplete_summary_is_skipped_in_one_line_and_counted(tmp_path, capsys, damage, why):
+def test_an_incomplete_summary_is_skipped_in_one_line_and_counted(tmp_path, capsys, damage, why, no_figures):
     results = results_in(tmp_path / "results")
     summary = json.loads(json.dumps(RUNS[1]))
     summary["label"] = summary["config"]["strategy_spec"] = "eb:gamma=0.5,order=entropy"

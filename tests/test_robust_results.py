@@ -82,7 +82,7 @@ def test_a_summary_without_the_checksum_is_not_complete(sudoku, tmp_path, capsys
     assert "records_sha256" in json.loads(summary_path.read_text())
 
 
-def test_report_names_every_file_it_cannot_read(sudoku, tmp_path):
+def test_report_names_every_file_it_cannot_read(sudoku, tmp_path, no_figures):
     results = tmp_path / "results"
     run(sudoku, results)
     bad = {"list.json": "[1, 2]", "cut.json": '{"schema_version": 1, "task": "su', "latin.json": b"\xe4",
