@@ -62,7 +62,7 @@ class StepState:
     passes per row to ``aux_passes``; the loop reports them apart from decoding passes. A strategy
     that chooses at random draws from ``uniform(purpose)``: each input's own stream. The loop draws
     the revealed values from ``out`` after ``select``: a rule whose reference draws them from other
-    logits (CreditDecoding's fused ones) assigns ``out`` a copy holding those.
+    logits (the model's fused with a history) assigns ``out`` a copy holding those.
     """
     tokens: torch.Tensor   # [B, N] long
     masked: torch.Tensor   # [B, N] bool, True where still masked
