@@ -30,6 +30,7 @@ KAPPAS = {"linear": lambda t: t,                                   # 17-33
           "poly05": lambda t: t ** 0.5}                            # 113-129
 SCORES = ("logp", "random", "top2")    # score_function.py logP (5-26), random_score (29-47), diff_top2 (50-71)
 TINY = 2.0 ** -54                      # keeps a uniform of 0 off log(0): a draw in (0, 1)
+NO_PLANNER = "none"
 
 
 def exponentials(streams, step, purpose, rows, slots):
@@ -68,12 +69,14 @@ class P2(Strategy):
     ``eta`` (1 keeps them, 0 never re-masks: ancestral sampling, >1 re-masks more). The positions
     scoring strictly below the k-th smallest, k = int(L (1 - kappa(i/S))) (``schedule``), stay or
     go back masked; the other masked ones are revealed with x0. ``planner`` (a model the task can
-    load: ``task`` its own, a checkpoint, ``hf:PATH`` or ``module:factory``; empty: none) scores
+    load: ``task`` its own, a checkpoint, ``hf:PATH`` or ``module:factory``; default none) scores
     the decoded positions by its log-probability of x0 instead, one pass a pass reported as
     ``planner_passes``. Defaults are p2_sampling's (lines 15-19); it has no default S (16 here)."""
     name: ClassVar[str] = "p2"
     remasks: ClassVar[bool] = True
-    planner: str = ""   # first: a spec of a name holding ':' (hf:PATH) stays one spec on --strategies
+    # first, so that a spec naming a planner with ':' (hf:PATH) stays one spec on --strategies; left
+    # out of the run's name at its default
+    planner: str = field(default=NO_PLANNER, metadata={"omit_default": True})
     steps: int = bounded(16, low=1, per_position=PASSES_PER_POSITION)
     eta: float = bounded(1.0, low=0.0)
     score: str = field(default="logp", metadata={"choices": SCORES})
@@ -83,17 +86,17 @@ class P2(Strategy):
         check_steps(self.steps)
         check_choice("score", self.score, SCORES)
         check_choice("schedule", self.schedule, tuple(KAPPAS))
-        if self.planner.strip() != self.planner or "," in self.planner:
+        if not self.planner or self.planner.strip() != self.planner or "," in self.planner:
             raise ValueError(f"planner must name one model (no spaces or commas), got {self.planner!r}")
         self.temperature = self.planner_model = None
 
     @property
     def aux_passes_metric(self):
-        return "planner_passes" if self.planner else None
+        return "planner_passes" if self.planner != NO_PLANNER else None
 
     def bind(self, task, model):
         self.temperature = float(task.temperature)
-        if self.planner:
+        if self.planner != NO_PLANNER:
             self.planner_model = load_planner(task, model, self.planner)
 
     def helper_ids(self):
