@@ -299,19 +299,19 @@ def test_credit_picks_and_draws_as_its_reference(temperature, block, threshold, 
 
 
 def test_credit_accumulates_decays_and_fuses_per_block():
-    """One position, one value: credit 0.5**0.2 after a pass, then 0.8 * that + 0.5**0.2; a position
-    outside the block (``here``) keeps its credit, a decoded one gains none."""
+    """One block position: credit p^0.2 on its top-1 value after a pass, then 0.8 times that plus
+    p^0.2; a position outside the block keeps its credit, a decoded one only decays."""
     logits = torch.zeros(1, 2, 2)
-    logits[0, :, 0] = math.log(1.0)
+    logits[0, :, 0] = 1.0
+    gain = (math.e / (math.e + 1)) ** 0.2
     here, masked = torch.tensor([[True, False]]), torch.tensor([[True, True]])
-    credit = torch.zeros(1, 2, 2)
-    fused, credit = fused_logits(logits, credit, masked, here, 0.7, 0.2, 0.8)
-    assert credit[0, 0, 0].item() == pytest.approx(0.5 ** 0.2) and credit[0, 1].sum() == 0
-    assert fused[0, 0, 0].item() == pytest.approx(0.7 * math.log(1 + 0.5 ** 0.2))
+    fused, credit = fused_logits(logits, torch.zeros(1, 2, 2), masked, here, 0.7, 0.2, 0.8)
+    assert credit[0, 0, 0].item() == pytest.approx(gain) and credit[0, 0, 1] == 0 and credit[0, 1].sum() == 0
+    assert fused[0, 0, 0].item() == pytest.approx(1.0 + 0.7 * math.log(1 + gain))
     _, credit = fused_logits(logits, credit, masked, here, 0.7, 0.2, 0.8)
-    assert credit[0, 0, 0].item() == pytest.approx(0.8 * 0.5 ** 0.2 + 0.5 ** 0.2)
+    assert credit[0, 0, 0].item() == pytest.approx(0.8 * gain + gain)
     _, after = fused_logits(logits, credit, torch.tensor([[False, True]]), here, 0.7, 0.2, 0.8)
-    assert after[0, 0, 0].item() == pytest.approx(0.8 * credit[0, 0, 0].item())
+    assert after[0, 0, 0].item() == pytest.approx(0.8 * credit[0, 0, 0].item()) and after[0, 1].sum() == 0
 
 
 # --- end to end: real tasks, the loop, hostile parameters ----------------------------------------
