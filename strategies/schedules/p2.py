@@ -5,8 +5,9 @@
 gives the formula, the defaults and every deviation.
 
 Each pass samples a value x0 at every position masked at the start (decoded ones too), scores it,
-and masks the lowest-scoring positions so that floor(L (1 - kappa(i/S))) stay masked; the masked
-positions kept are revealed with their x0, the decoded ones dropped are masked again.
+and masks the positions scoring below the k-th smallest, k = int(L (1 - kappa(i/S))) (ties at the
+cutoff stay); the other masked positions are revealed with their x0, the decoded ones masked are
+masked again.
 """
 import math
 from dataclasses import dataclass, field
