@@ -6,8 +6,8 @@ gives the formula, the defaults and every deviation.
 
 Each pass samples a value x0 at every position masked at the start (decoded ones too), scores it,
 and masks the positions scoring below the k-th smallest, k = int(L (1 - kappa(i/S))) (ties at the
-cutoff stay); the other masked positions are revealed with their x0, the decoded ones masked are
-masked again.
+cutoff stay): masked ones below it stay masked, decoded ones below it are masked again, and the
+other masked ones are revealed with their x0.
 """
 import math
 from dataclasses import dataclass, field
