@@ -60,7 +60,9 @@ class StepState:
 
     A strategy that runs the model beyond the loop's pass (an oracle probing it) adds those
     passes per row to ``aux_passes``; the loop reports them apart from decoding passes. A strategy
-    that chooses at random draws from ``uniform(purpose)``: each input's own stream.
+    that chooses at random draws from ``uniform(purpose)``: each input's own stream. The loop draws
+    the revealed values from ``out`` after ``select``: a rule whose reference draws them from other
+    logits (the model's fused with a history) assigns ``out`` a copy holding those.
     """
     tokens: torch.Tensor   # [B, N] long
     masked: torch.Tensor   # [B, N] bool, True where still masked

@@ -1,6 +1,7 @@
 """Step schedules, position scores and blocks as shared parts, and the samplers of the field built
 from them (vanilla MDM, MDLM, LLaDA, ESM3/MaskGIT, the Fast-dLLM factor rule, KLASS, PC-Sampler,
-DUS) and the re-masking ones (ReMDM, RCR, DPLM). docs/strategies.md gives each rule's reference."""
+DUS), the re-masking ones (ReMDM, RCR, DPLM, P2), the revocable ones (WINO, Saber), Prophet
+and CreditDecoding. docs/strategies.md gives each rule's reference."""
 
 from bench.protocols import TaskProtocol  # noqa: E402
 

@@ -6,6 +6,9 @@ from dataclasses import field
 
 import torch
 
+from bench.core import ModelOutput
+from bench.decode import fill_values
+from bench.errors import BenchError
 from strategies.ordering import ORDERS, block_positions, order_score
 
 SCORES = ("random",) + ORDERS + ("ltr",)
@@ -103,3 +106,22 @@ def bernoulli_quota(state, inner, steps_here, eligible):
         if not todo.any():
             break
     return count.clamp_min(1), spent
+
+
+def loop_values(state, logits, temperature, where):
+    """[B, N] long: at ``where`` the value index the decode loop draws at this pass from ``logits``
+    [B, N, V] (bench.decode.fill_values itself: the argmax at temperature 0, else a draw from each
+    input's own stream keyed by pass and position), 0 elsewhere. A rule that ranks by the drawn
+    value (P2, CreditDecoding) ranks the very value the loop then reveals at a picked position."""
+    values = torch.arange(logits.shape[-1])       # token id = value index: the filled ids are the values
+    drawn, _ = fill_values(torch.zeros_like(state.tokens), ModelOutput(logits=logits), where, values,
+                           temperature=temperature, streams=state.streams, step=state.step)
+    return drawn
+
+
+def bound_temperature(strategy):
+    """The value temperature of the task ``strategy`` was bound to (``bind(task, model)``): a rule
+    that ranks by the drawn value must draw as the loop does."""
+    if strategy.temperature is None:
+        raise BenchError(f"strategy {strategy.name} has no value temperature (bind(task, model) was not called)")
+    return strategy.temperature
