@@ -131,6 +131,9 @@ class Strategy:
     fields are the strategy's parameters (``name:k=7`` sets ``k``)."""
     name: ClassVar[str]
     remasks: ClassVar[bool] = False   # whether ``select`` may return a Selection that masks positions again
+    # whether ``select`` ranks by the values drawn this pass (CreditDecoding, P2): the path then depends on
+    # values drawn and not revealed, so the summed log q of the revealed values is not log q(x)
+    picks_by_value: ClassVar[bool] = False
     requires: ClassVar[tuple] = ()   # TaskProtocols a task must implement for this strategy
     aux_passes_metric: ClassVar[str | None] = None   # record field of passes besides decoding (an oracle's probing)
     needs: ClassVar[tuple] = ()   # what it reads of the model's output besides logits: ("hidden",) for hidden states

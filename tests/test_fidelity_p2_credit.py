@@ -432,3 +432,18 @@ def test_bench_list_names_each_rule_with_its_reference_and_a_smoke_run_scores(tm
     proc = run_cli("run", "--tasks", "sudoku", "--strategies", "p2,credit", "--limit", 2, "--out", tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert len(list((tmp_path / "sudoku").glob("*[0-9a-f].json"))) == 2
+
+
+def test_a_rule_that_picks_by_value_reports_no_kl_on_the_exact_task():
+    """Credit ranks by the values drawn this pass, so its summed log q is not log q(x) (a smoke run
+    gave kl_nats -0.53, impossible for a KL): its records say so and the hmm task reports no KL."""
+    from bench.registry import make_task
+    from bench.run.cell import Run, decode_rows
+    task = make_task("hmm")
+    model, eval_set = task.load_model(), task.eval_set(4, 0)
+    strategy = parse_strategy("credit")
+    strategy.bind(task, model)
+    records = decode_rows(Run(task, model, eval_set, strategy, "credit", 0), torch.arange(4))[0]
+    assert all(r["picked_by_value"] for r in records)
+    names = {m["name"] for m in task.summarize(records)}
+    assert "kl_nats" not in names and "nll_excess_nats" in names

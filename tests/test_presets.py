@@ -59,7 +59,7 @@ def test_a_task_declares_its_settings_once_and_names_known_tiers_and_ablations()
         register_task_settings("sudoku", {"default": ["sequential"]})
     with pytest.raises(BenchError, match="unknown preset tiers nightly; tiers are quick, default, paper, ci"):
         register_task_settings("a_new_task", {"nightly": ["sequential"]})
-    assert verdicts_for("sudoku").reference == "sequential" and len(verdicts_for("sudoku").ablations) == 11
+    assert verdicts_for("sudoku").reference == "sequential" and len(verdicts_for("sudoku").ablations) == 13
     assert verdicts_for("a_task_without_settings") is None
     assert isinstance(all_task_settings()["protein"], TaskSettings)
 

@@ -167,6 +167,9 @@ def rows_records(run, rows, result):
     if result.remasked is not None:   # a re-masking strategy: positions masked again per input
         for record, count in zip(records, result.remasked.tolist()):
             record["remasked"] = count
+    if strategy.picks_by_value:   # its summed log q is not log q(x): an exact task reports no KL for it
+        for record in records:
+            record["picked_by_value"] = True
     if task.temperature > 0:  # sampled values: log q of each sample (an exact task's KL reads it)
         for record, log_q in zip(records, result.log_q.tolist()):
             record["log_q"] = round(log_q, 6)

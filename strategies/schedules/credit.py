@@ -54,6 +54,7 @@ class Credit(Strategy):
     reference's (lines 320-322), threshold 0.9 its benchmark's (benchmarks/benchmark.py 186);
     alpha 0 is the same rule without credit (dInfer's ThresholdParallelDecoder, the ablation)."""
     name: ClassVar[str] = "credit"
+    picks_by_value: ClassVar[bool] = True
     threshold: float = bounded(0.9, low=0.0, high=1.0)
     alpha: float = bounded(0.7, low=0.0, high=100.0)
     gamma: float = bounded(0.2, low=0.0, high=100.0)

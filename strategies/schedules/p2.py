@@ -75,6 +75,7 @@ class P2(Strategy):
     ``planner_passes``. Defaults are p2_sampling's (lines 15-19); it has no default S (16 here)."""
     name: ClassVar[str] = "p2"
     remasks: ClassVar[bool] = True
+    picks_by_value: ClassVar[bool] = True
     # first, so that a spec naming a planner with ':' (hf:PATH) stays one spec on --strategies; left
     # out of the run's name at its default
     planner: str = field(default=NO_PLANNER, metadata={"omit_default": True})

@@ -32,7 +32,17 @@ register_ablation("remasking_rcr", Ablation(
 register_ablation("remasking_dplm", Ablation(
     "re-masking in DPLM (dplm against LLaDA's confidence order on the linear schedule, same steps)",
     "dplm", {}, "schedule", {"score": "confidence", **LINEAR}))
-REMASKING = ("remasking_remdm", "remasking_rcr", "remasking_dplm")   # every task's re-masking ablations
+# P2 (self-planning) re-masks every position each pass by its drawn value's score: credited with what it
+# adds over LLaDA's confidence order at the same steps, as DPLM is. CreditDecoding with what the history
+# credit adds over the same threshold rule without it (alpha 0).
+register_ablation("remasking_p2", Ablation(
+    "re-masking in P2 (p2 against LLaDA's confidence order on the linear schedule, same steps)",
+    "p2", {}, "schedule", {"score": "confidence", **LINEAR}))
+register_ablation("credit_history", Ablation(
+    "history credit in CreditDecoding (credit alpha=0.7 against alpha=0, the threshold rule alone)",
+    "credit", {"alpha": 0.7}, "credit", {"alpha": 0.0}))
+REMASKING = ("remasking_remdm", "remasking_rcr", "remasking_dplm", "remasking_p2")   # every task's
+PLANNING = ("credit_history",)   # every task's ablations of the newer rules besides re-masking
 
 
 def field_sweep(steps, *, dus_block, pc_lam=0.25, remask_steps=None, factors=(0.7, 1.0, 1.5), llada=True):
@@ -57,10 +67,12 @@ def remasking_ablation(steps):
 
 def field_quick(steps, *, dus_block, pc_lam=0.25):
     """The quick tier's settings: each strategy of the family once (the vanilla sampler, the factor
-    rule at f 1, the others at ``steps``)."""
+    rule at f 1, the others at ``steps``; CreditDecoding at its defaults beside its no-credit ablation).
+    P2 and CreditDecoding are in this tier (so in the gate's) only: their default-tier sweeps need
+    committed test and validation runs first (issue 47)."""
     return [f"schedule:steps={steps}", "factor_rule:f=1", f"klass:steps={steps}",
             f"pc_sampler:lam={pc_lam},steps={steps}", f"dus:block={dus_block}", f"remdm:steps={steps}",
-            f"rcr:steps={steps}", f"dplm:steps={steps}"]
+            f"rcr:steps={steps}", f"dplm:steps={steps}", f"p2:steps={steps}", "credit", "credit:alpha=0"]
 
 
 def revocable_quick(positions=None, *, wino="wino"):

@@ -25,7 +25,14 @@ from bench.settings import (
     sweep,
 )
 from strategies.learned.presets import learned_sweep
-from strategies.schedules.presets import REMASKING, field_quick, field_sweep, remasking_ablation, revocable_quick
+from strategies.schedules.presets import (
+    PLANNING,
+    REMASKING,
+    field_quick,
+    field_sweep,
+    remasking_ablation,
+    revocable_quick,
+)
 
 GRID = sweep("eb", "gamma", (0.3, 1, 3)) + sweep("threshold", "tau", (0.9, 0.7))
 # The default keeps of eb's and the threshold's grids only their ends beyond the last budget (16
@@ -84,5 +91,5 @@ register_task_settings(
     # recovery of the own germline's region (share of ~87 residues): one point is about one residue
     verdicts=Verdicts(budgets=(4, 8, 16), margin=0.01, reference="sequential"),
     ablations=("one_pass_vs_sequential", "mi_term_greedy", "mi_term_eb", "learned_sample", "learned_threshold",
-               "eb_vs_topk", "confidence_vs_random") + REMASKING,
+               "eb_vs_topk", "confidence_vs_random") + REMASKING + PLANNING,
     external_model=True)   # AntiBERTy: reports/transfer.md asks whether the other tasks' orderings hold on it

@@ -7,7 +7,14 @@ from pathlib import Path
 
 from bench.settings import BudgetCalibration, Knob, Validation, Verdicts, register_task_settings, sweep
 from strategies.learned.presets import learned_sweep
-from strategies.schedules.presets import REMASKING, field_quick, field_sweep, remasking_ablation, revocable_quick
+from strategies.schedules.presets import (
+    PLANNING,
+    REMASKING,
+    field_quick,
+    field_sweep,
+    remasking_ablation,
+    revocable_quick,
+)
 
 GAMMAS = (1, 2, 4, 8)
 SWEEP = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin", "k", (2, 4, 8))
@@ -48,7 +55,7 @@ ORDER_BOUNDS = {"kl_nats": 0.0, "kl_bits_per_position": 0.0, "share_over_1nat": 
 ORDER_LOWER = {"kl_nats": "kl_nats_orders"}
 LEARNED = ("learned_sample", "learned_threshold")
 # the orderings every task is asked, the model trained elsewhere included (bench.report.transfer)
-COMPARISONS = ("eb_vs_topk", "confidence_vs_random") + REMASKING
+COMPARISONS = ("eb_vs_topk", "confidence_vs_random") + REMASKING + PLANNING
 # Issue 29 item 9: the chain's MI estimator and order policies retrained under seeds 1 and 2
 # (tasks/hmm/weights/exact/seeds/<seed>/, each with its log), run on the test inputs into retrained/
 # (`bench run --preset retrained`); `bench report` checks each ablation on each of them. The MI

@@ -151,7 +151,7 @@ class HMMTask(Task):
 
         measures = self.sample_measures(records) + [
             mean_metric("passes", column("passes"), False, "forward passes per sequence", field="passes")]
-        if "remasked" in records[0]:   # a re-masking sampler: its summed log q is not log q(x)
+        if "remasked" in records[0] or "picked_by_value" in records[0]:   # its summed log q is not log q(x)
             return measures
         log_q, log_p = column("log_q"), column("log_p")
         bits = 1 / (self.hmm.length * math.log(2))

@@ -21,7 +21,14 @@ from bench.settings import (
     sweep,
 )
 from strategies.learned.presets import learned_sweep
-from strategies.schedules.presets import REMASKING, field_quick, field_sweep, remasking_ablation, revocable_quick
+from strategies.schedules.presets import (
+    PLANNING,
+    REMASKING,
+    field_quick,
+    field_sweep,
+    remasking_ablation,
+    revocable_quick,
+)
 from tasks.protein.references import second_reference
 
 MI_GAMMAS = (6, 12, 24)
@@ -84,4 +91,4 @@ register_task_settings(
     second_reference=SecondReference("reference A (tasks/protein/data/reference_a.fasta)",
                                      "reference C (tasks/protein/data/reference_c.fasta)", second_reference),
     calibration=CALIBRATION, ablations=("mi_term_greedy", "mi_term_eb", "learned_sample", "learned_threshold",
-                                        "eb_vs_topk", "confidence_vs_random") + REMASKING)
+                                        "eb_vs_topk", "confidence_vs_random") + REMASKING + PLANNING)

@@ -9,7 +9,14 @@ from pathlib import Path
 
 from bench.settings import BudgetCalibration, Knob, Validation, Verdicts, register_task_settings, sweep
 from strategies.learned.presets import learned_sweep
-from strategies.schedules.presets import REMASKING, field_quick, field_sweep, remasking_ablation, revocable_quick
+from strategies.schedules.presets import (
+         PLANNING,
+         REMASKING,
+         field_quick,
+         field_sweep,
+         remasking_ablation,
+         revocable_quick,
+)
 
 EB_GAMMAS = (0.02, 0.05, 0.1, 0.3, 1, 2)
 MI_GAMMAS = (0.05, 0.1, 0.3, 0.6, 1, 1.5)
@@ -67,5 +74,5 @@ register_task_settings(
     seeds={"default": (0, 1, 2)},
     verdicts=Verdicts(budgets=(5, 8, 12, 16, 24), margin=0.01, reference="sequential"),
     ablations=("mi_term_greedy", "mi_term_eb", "oracle_symmetric", "oracle_directed", "learned_sample",
-               "learned_threshold", "eb_vs_topk", "confidence_vs_random") + REMASKING,
+               "learned_threshold", "eb_vs_topk", "confidence_vs_random") + REMASKING + PLANNING,
     headline=True)
