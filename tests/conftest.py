@@ -152,6 +152,26 @@ SLOW = {
         "23 s, two trainings; fast: test_weights_compare_bit_for_bit_and_ignore_the_files_other_fields",
     "tests/test_fidelity_new_rules.py::test_wino_seen_verifies_with_the_loop_s_own_pass":
         "19 s, WINO's documented deviation on real puzzles; fast: the wino fidelity cases",
+    # moved 2026-12-05, seconds in the fast suite quiet on 2 cores, when P2's and CreditDecoding's tests
+    # joined it (359 s)
+    "tests/test_extending_tree.py::test_list_run_and_report_take_the_new_strategy_and_task":
+        "11 s, a copied tree; fast: test_extending's toy task and strategy through the CLI",
+    "tests/test_robust_results.py::test_identical_runs_started_together_decode_each_cell_once":
+        "9 s, two processes; fast: test_a_second_run_of_a_cell_waits_for_the_first_then_finds_it_complete",
+    "tests/test_streams.py::test_records_do_not_depend_on_the_batch_size_or_the_shards[protein-topk]":
+        "5 s; fast: the sudoku-learned-sample case and test_field_samplers' sampled hmm cases",
+    "tests/test_streams.py::test_records_do_not_depend_on_the_batch_size_or_the_shards[protein-learned-sample]":
+        "5 s; fast: the sudoku-learned-sample case",
+    "tests/test_runner.py::test_killed_run_resumes_to_the_same_records":
+        "7 s, a killed process; fast: test_reproduce's partial batches discarded and redone",
+    "tests/test_page.py::test_the_committed_page_in_a_real_browser":
+        "8 s; fast: test_a_user_results_page_in_a_real_browser",
+    "tests/test_hostile_files.py::test_the_issue_repro_hmm_data_is_one_line_in_a_fresh_process[dev_zero]":
+        "3 s, a fresh process; fast: test_hostile_data_file_is_one_line_before_reading in process",
+    "tests/test_hostile_files.py::test_the_issue_repro_hmm_data_is_one_line_in_a_fresh_process[fifo]":
+        "3 s, a fresh process; fast: test_hostile_data_file_is_one_line_before_reading in process",
+    "tests/test_robust_inputs.py::test_a_text_file_as_model_is_one_line_in_a_fresh_process":
+        "4 s, a fresh process; fast: test_bad_run_input_is_one_line_before_decoding (the same file, in process)",
 }
 
 
