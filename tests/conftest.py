@@ -189,3 +189,15 @@ def loaded_task(task_name, n):
     from bench.registry import make_task
     task = make_task(task_name)
     return task, task.load_model(), task.eval_set(n, 0)
+
+
+def decoded_rows(task_name, spec, rows, n=6):
+    """The DecodeResult of ``spec`` on ``rows`` of the task's first ``n`` inputs (seed 5): tests of
+    batch invariance decode the same rows whole and in parts."""
+    from bench.decode import decode
+    from bench.registry import parse_strategy
+    task, model, eval_set = loaded_task(task_name, n)
+    strategy = parse_strategy(spec)
+    strategy.bind(task, model)
+    return decode(model, eval_set.tokens[rows], eval_set.masked[rows], strategy, task.temperature, seed=5,
+                  index=rows)

@@ -24,7 +24,7 @@ from bench.decode import decode
 from bench.errors import BenchError
 from bench.registry import load_plugins, parse_strategy
 from bench.streams import Streams
-from conftest import loaded_task, run_cli
+from conftest import decoded_rows, loaded_task, run_cli
 from strategies.schedules.credit import fused_logits
 from strategies.schedules.p2 import KAPPAS, gumbel_noised, perturbed
 from strategies.schedules.parts import loop_values
@@ -333,12 +333,7 @@ SPECS = ["p2", "p2:score=top2,eta=2.0,steps=12", "p2:score=random,eta=0.0", "cre
          "credit:alpha=0.0"]
 
 
-def decoded(task_name, spec, rows, n=6):
-    task, model, eval_set = loaded_task(task_name, n)
-    strategy = parse_strategy(spec)
-    strategy.bind(task, model)
-    return decode(model, eval_set.tokens[rows], eval_set.masked[rows], strategy, task.temperature, seed=5,
-                  index=rows)
+decoded = decoded_rows
 
 
 @pytest.mark.parametrize("task_name", ["sudoku", "hmm"])

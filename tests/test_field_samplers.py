@@ -12,7 +12,7 @@ from bench.core import ModelOutput, Selection, StepState, Strategy
 from bench.decode import decode
 from bench.errors import BenchError
 from bench.registry import canonical, load_plugins, make_task, parse_strategy, strategy_params
-from conftest import loaded_task
+from conftest import decoded_rows, loaded_task
 from strategies.schedules.dus import dilated_rounds
 from strategies.schedules.parts import quota
 from tasks.hmm import chain
@@ -30,12 +30,7 @@ def loaded(task_name, n=6):
     return loaded_task(task_name, n)
 
 
-def decoded(task_name, spec, rows):
-    task, model, eval_set = loaded(task_name)
-    strategy = parse_strategy(spec)
-    strategy.bind(task, model)
-    return decode(model, eval_set.tokens[rows], eval_set.masked[rows], strategy, task.temperature, seed=5,
-                  index=rows)
+decoded = decoded_rows
 
 
 @pytest.mark.parametrize("task_name", ["sudoku", "hmm"])
