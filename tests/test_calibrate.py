@@ -4,8 +4,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.calibrate import calibrate, knob_spec
 from bench.errors import BenchError
+from bench.run.calibrate import calibrate, knob_spec
 from conftest import run_cli
 
 

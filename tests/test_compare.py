@@ -5,9 +5,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from bench.compare import DEFAULT_FAIL_ON, compare, parse_fail_on
 from bench.errors import BenchError
-from bench.results import records_text, text_digest
+from bench.report.compare import DEFAULT_FAIL_ON, compare, parse_fail_on
+from bench.results import records_file_text, text_digest
 from bench.run.cell import Run
 from bench.run.local import run_one
 from conftest import run_cli
@@ -215,7 +215,7 @@ def with_records(folder, name, exact):
     summary["n_samples"] = len(exact)
     summary["metrics"][0]["per_input"] = {"statistic": "mean", "fields": ["exact"]}
     summary["records_file"] = f"{name}.jsonl"
-    text = records_text([{"index": i, "exact": e, "passes": 20} for i, e in enumerate(exact)])
+    text = records_file_text(summary["config"], [{"index": i, "exact": e, "passes": 20} for i, e in enumerate(exact)])
     summary["records_sha256"] = text_digest(text)
     (folder / f"{name}.json").write_text(json.dumps(summary))
     (folder / f"{name}.jsonl").write_text(text)

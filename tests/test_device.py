@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from bench.cli import main
-from bench.compare import settings
 from bench.device import Placement, place, placement, resolve_device
 from bench.errors import BenchError
+from bench.report.compare import settings
 from bench.results import read_records
 from conftest import run_cli
 

@@ -13,7 +13,7 @@ from bench.report import report
 from bench.report.build import comparison_group, plugin_sections
 from bench.report.canvas import caption_of, layout_problems, legend_columns
 from bench.report.figures import Panel, draw_figures, family_front, split_runs
-from bench.results import find_results
+from bench.results import Store
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -48,7 +48,7 @@ def test_legend_columns_fit_the_width():
 
 
 def every_committed_group():
-    results = find_results(REPO / "results")
+    results = Store(REPO / "results").runs()
     return {task: comparison_group([r for r in results if r["task"] == task])[0]
             for task in sorted({r["task"] for r in results})}
 

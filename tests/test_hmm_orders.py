@@ -94,13 +94,13 @@ def test_bad_orders_arguments_are_one_line_errors(tmp_path, args, message):
 
 def test_the_report_reads_the_estimate_as_the_lower_end_and_the_floor_without_it(tmp_path):
     from bench.report.verdicts import load_runs
-    from bench.results import find_results
+    from bench.results import Store
     out = tmp_path / "results"
     made = run_cli("run", "--tasks", "hmm", "--strategies", "schedule:steps=8,schedule:steps=16,topk:k=8",
                    "--limit", 30, "--out", out)
     assert made.returncode == 0, made.stderr
     assert run_cli("orders", "--results", out, "--tasks", "hmm", "--orders", 4, "--only", "steps=8").returncode == 0
-    runs, _ = load_runs(find_results(out), out)
+    runs, _ = load_runs(Store(out).runs(), out)
     lower = {run.label: run.lower for run in runs}
     assert lower["topk:k=8"] is None                                  # its order is not drawn: its KL is exact
     assert lower["schedule:steps=8"].name == "kl_nats_orders"

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.cli import main
-from bench.compare import DEFAULT_FAIL_ON, compare
 from bench.errors import BenchError
+from bench.report.compare import DEFAULT_FAIL_ON, compare
 from bench.results import records_file_text, records_text, split_records, text_digest
 from bench.run.cell import Run
 from bench.run.local import run_one
@@ -293,7 +293,6 @@ def count_run(folder, field, values, higher_is_better):
     """A hand-made run whose one metric is the mean of the per-input counts ``values``."""
     folder.mkdir(parents=True)
     records = [{"index": i, field: int(v)} for i, v in enumerate(values)]
-    text = records_text(records)
     mean = float(np.mean(values))
     summary = {"schema_version": 1, "task": "sudoku", "label": "topk:k=5", "headline": field,
                "config": {"task": "sudoku", "strategy_spec": "topk:k=5,order=confidence", "seed": 0,
@@ -301,8 +300,10 @@ def count_run(folder, field, values, higher_is_better):
                "metrics": [{"name": field, "label": field, "value": mean, "ci_low": mean - 1, "ci_high": mean + 1,
                             "higher_is_better": higher_is_better, "n": len(values),
                             "per_input": {"statistic": "mean", "fields": [field]}}],
-               "n_samples": len(values), "records_file": "run.jsonl", "records_sha256": text_digest(text),
+               "n_samples": len(values), "records_file": "run.jsonl",
                "provenance": {"finished_at": "2026-01-01T00:00:00+00:00"}}
+    text = records_file_text(summary["config"], records)
+    summary["records_sha256"] = text_digest(text)
     (folder / "run.jsonl").write_text(text)
     (folder / "run.json").write_text(json.dumps(summary))
     return folder
@@ -336,13 +337,13 @@ def test_one_board_lost_in_1000_breaks_a_zero_limit(tmp_path_factory, n, share, 
 def test_the_default_tolerance_is_below_one_input_in_1000_of_a_count(value):
     """A mean over up to 1,000 inputs of integer counts (passes, 0/1 boards) below 1,000 moves by at
     least 1/1000 when one input changes: more than the default tolerance."""
-    from bench.compare import practical_tolerance
+    from bench.report.compare import practical_tolerance
     assert 1e-6 <= practical_tolerance({"value": value}) < 1e-3
     assert practical_tolerance({"value": value}, scale=200.0) == pytest.approx(max(2e-4, 1e-6 * abs(value)))
 
 
 def test_a_declared_tolerance_wins():
-    from bench.compare import practical_tolerance
+    from bench.report.compare import practical_tolerance
     assert practical_tolerance({"value": 5.0, "tolerance": 0.25}) == 0.25
     assert practical_tolerance({"value": 5.0, "tolerance": 0}) == 0
 

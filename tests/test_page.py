@@ -59,14 +59,14 @@ def made(tmp_path_factory):
     everything but the PNG/PDF figures (matplotlib's, tested in test_report.py, and the plugins'
     training curves, a minute and a half on 2 cores, which do not touch the page)."""
     from bench.report import build
-    from bench.results import text_digest
+    from bench.results import records_file_text, text_digest
     results = tmp_path_factory.mktemp("page") / "results"
     results.mkdir()
     for summary in RUNS:
         name = re.sub(r"\W", "_", summary["label"])
         exact = outcomes(round(summary["metrics"][0]["value"] * 200))
-        text = "".join(json.dumps({"index": i, "exact": e, "passes": summary["metrics"][1]["value"]}) + "\n"
-                       for i, e in enumerate(exact))
+        text = records_file_text(summary["config"], [{"index": i, "exact": e, "passes": summary["metrics"][1]["value"]}
+                                                     for i, e in enumerate(exact)])
         summary = dict(summary, records_file=f"{name}.jsonl", records_sha256=text_digest(text))
         (results / f"{name}.json").write_text(json.dumps(summary))
         (results / f"{name}.jsonl").write_text(text)

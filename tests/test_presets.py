@@ -6,7 +6,8 @@ import pytest
 from bench.errors import BenchError
 from bench.presets import PRESETS, plan, sweep_of, unswept
 from bench.registry import STRATEGIES, TASKS, canonical, load_plugins, parse_strategy
-from bench.run.cell import Run, result_paths
+from bench.results import Store
+from bench.run.cell import Run
 from bench.settings import TaskSettings, all_task_settings, calibrated_specs, register_task_settings, verdicts_for
 from conftest import ROOT, run_cli
 
@@ -130,7 +131,8 @@ def test_the_default_preset_finds_the_committed_sudoku_results():
     committed = {"sequential", "topk:k=2", "topk:k=7", "eb:gamma=0.1", "eb:gamma=1", "threshold:tau=0.7"}
     for spec in committed & set(sudoku.specs):
         config = Run(task, model, eval_set, parse_strategy(spec), spec, 0, sudoku.limit, batch_size=250).config
-        summary, _, _ = result_paths(ROOT / "results", config)
+        summary = Store(ROOT / "results").locate(config)
+        assert summary is not None, spec
         assert json.loads(Path(summary).read_text())["config"] == config, spec
 
 

@@ -183,7 +183,7 @@ def test_temperature_overrides_a_sampling_task_and_refuses_an_argmax_one():
 
 
 def test_temperature_is_part_of_the_run_identity(tmp_path):
-    from bench.run.cell import result_paths
+    from bench.results.identity import result_paths
     base = {"task": "protein", "strategy_spec": "sequential", "seed": 0, "temperature": 1.0}
     assert result_paths(tmp_path, base)[0] != result_paths(tmp_path, {**base, "temperature": 0.0})[0]
 

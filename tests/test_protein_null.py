@@ -3,7 +3,7 @@ n natural sequences against the m references, and the run's flag against its bou
 import numpy as np
 import pytest
 
-from bench.run.cell import mark_natural
+from bench.results.summary import mark_natural
 from tasks.protein.null import null_distribution
 
 NO_PANEL = lambda sequences: {}   # noqa: E731 (the judge's panel left out: composition and windows only)

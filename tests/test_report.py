@@ -9,7 +9,7 @@ import pytest
 from bench.report import report
 from bench.report.canvas import PALETTE, family_styles
 from bench.report.sweeps import point_label, reference_run, sweep_lines
-from bench.results import text_digest
+from bench.results import records_file_text, text_digest
 
 
 def run(spec, passes, accuracy, params, label=None):
@@ -69,8 +69,8 @@ def with_records(folder, summary, exact, passes):
     name = summary["label"].replace(":", "_").replace("=", "_").replace(",", "_")
     summary = json.loads(json.dumps(summary))
     passes = passes if isinstance(passes, list) else [passes] * len(exact)
-    text = "".join(json.dumps({"index": i, "exact": e, "passes": p}) + "\n"
-                   for i, (e, p) in enumerate(zip(exact, passes)))
+    text = records_file_text(summary["config"], [{"index": i, "exact": e, "passes": p}
+                                                 for i, (e, p) in enumerate(zip(exact, passes))])
     summary.update(n_samples=len(exact), records_file=f"{name}.jsonl", records_sha256=text_digest(text))
     summary["metrics"][0]["per_input"] = {"statistic": "mean", "fields": ["exact"]}
     summary["metrics"][1]["per_input"] = {"statistic": "mean", "fields": ["passes"]}

@@ -10,11 +10,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import bench.run.cell as run_module
 from bench.errors import BenchError
 from bench.provenance import numerics, provenance
 from bench.registry import parse_strategy
-from bench.results import batch_line, read_batches, read_records, run_id, run_records, write_text_atomic
-from bench.run.cell import Run, result_paths
+from bench.results import (
+    batch_line,
+    read_batches,
+    read_records,
+    records_file_text,
+    run_id,
+    run_records,
+    write_text_atomic,
+)
+from bench.results.identity import result_paths
+from bench.run.cell import Run
 from bench.run.local import run_one
 from bench.run.verify import FLOAT_ATOL, FLOAT_RTOL, record_difference
 from conftest import run_cli
@@ -96,7 +106,7 @@ def restamp(summary_path, records_path, edit, platform=None):
     """Edit a complete run's records (``edit`` of each record) and re-stamp its checksum, as a run
     made on another machine would look; ``platform`` replaces the numerics it records."""
     records = [edit(r) for r in read_records(records_path)]
-    text = "".join(json.dumps(r) + "\n" for r in records)
+    text = records_file_text(json.loads(summary_path.read_text())["config"], records)
     write_text_atomic(records_path, text)
     summary = json.loads(summary_path.read_text())
     summary["records_sha256"] = __import__("hashlib").sha256(text.encode()).hexdigest()
@@ -173,13 +183,13 @@ def test_a_partial_batch_that_is_not_this_runs_is_discarded_and_redone(sudoku, t
     partial = result_paths(tmp_path / "run", config)[2]
     partial.parent.mkdir(parents=True)
     first = [r for r in donor_records if r["batch"] == 0]
-    line = {"foreign": batch_line(run_id(sudoku_config(sudoku, "sequential")), 0, first),
-            "edited": batch_line(run_id(config), 0, first).replace('"passes": ', '"passes": 1'),
-            "cut": batch_line(run_id(config), 0, first)[:50]}[kind]
+    line = {"foreign": batch_line(run_id(sudoku_config(sudoku, "sequential")), first),
+            "edited": batch_line(run_id(config), first).replace('"passes": ', '"passes": 1'),
+            "cut": batch_line(run_id(config), first)[:50]}[kind]
     partial.write_text(line)
     capsys.readouterr()
     summary = sudoku_run(sudoku, tmp_path / "run", "topk:k=3")
-    assert "discarded, its batch is decoded again" in capsys.readouterr().err
+    assert "discarded, its inputs are decoded again" in capsys.readouterr().err
     assert summary["metrics"] == truth["metrics"] != donor["metrics"]
     assert records_of(result_paths(tmp_path / "run", config)[1]) == \
         records_of(result_paths(tmp_path / "truth", config)[1])
@@ -191,9 +201,32 @@ def test_a_partial_batch_of_this_run_is_kept(sudoku, tmp_path):
     truth = records_of(result_paths(tmp_path / "truth", config)[1])
     partial = result_paths(tmp_path / "run", config)[2]
     partial.parent.mkdir(parents=True)
-    partial.write_text(batch_line(run_id(config), 1, [r for r in truth if r["batch"] == 1]))
-    rows = [list(range(i, min(i + BATCH, LIMIT))) for i in range(0, LIMIT, BATCH)]
-    assert list(read_batches(partial, run_id(config), rows)[0]) == [1]
+    partial.write_text(batch_line(run_id(config), [r for r in truth if r["batch"] == BATCH]))
+    assert list(read_batches(partial, run_id(config), LIMIT)[0]) == [BATCH]
+
+
+def test_a_run_resumed_at_another_batch_size_keeps_its_finished_batches(sudoku, tmp_path, capsys):
+    """Batches are keyed by their first input (issue 49): a run cut short at one batch size and
+    resumed at another keeps what it finished, decodes only the rest, and gives the same records."""
+    task, model, eval_set = sudoku
+    sudoku_run(sudoku, tmp_path / "truth", "topk:k=3")
+    config = sudoku_config(sudoku, "topk:k=3")
+    truth = records_of(result_paths(tmp_path / "truth", config)[1])
+    partial = result_paths(tmp_path / "run", config)[2]
+    partial.parent.mkdir(parents=True)
+    stored = read_records(result_paths(tmp_path / "truth", config)[1])
+    partial.write_text(batch_line(run_id(config), [r for r in stored if r["batch"] == 0]))   # one batch of BATCH
+    decoded = []
+    run = Run(task, model, eval_set, parse_strategy("topk:k=3"), "topk:k=3", 0, LIMIT, batch_size=BATCH + 1,
+              out=tmp_path / "run")
+    original = run_module.decode_rows
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(run_module, "decode_rows", lambda r, rows: decoded.append(rows.tolist()) or original(r, rows))
+        run_one(run)
+    assert decoded and decoded[0][0] == BATCH and all(i >= BATCH for rows in decoded for i in rows)
+    resumed = records_of(result_paths(tmp_path / "run", config)[1])
+    assert [{k: v for k, v in r.items() if k != "batch"} for r in resumed] == \
+        [{k: v for k, v in r.items() if k != "batch"} for r in truth]
 
 
 # --- checksums everywhere ----------------------------------------------------------------------------

@@ -11,8 +11,8 @@ import pytest
 
 from bench.errors import BenchError
 from bench.registry import parse_strategy
-from bench.results import check_records, read_records, scan_results, write_text_atomic
-from bench.run.cell import Run, cell_lock, decode_run, result_paths
+from bench.results import Store, check_records, read_records, records_file_text, write_text_atomic
+from bench.run.cell import Run, cell_lock, decode_run
 from bench.run.local import run_one
 from bench.run.verify import draws_randomly, verify_rows
 from conftest import ROOT, run_cli
@@ -90,7 +90,7 @@ def test_report_names_every_file_it_cannot_read(sudoku, tmp_path, no_figures):
     for name, content in bad.items():
         (results / "sudoku" / name).write_bytes(content if isinstance(content, bytes) else content.encode())
     (results / "mi.json").write_text('{"schema_version": "mi-1", "task": "sudoku", "maps": []}')  # not a summary
-    found, problems = scan_results(results)
+    found, problems = Store(results).scan()
     assert len(found) == 1 and sorted(p.split()[0].rsplit("/", 1)[1] for p in problems) == sorted(bad)
     proc = run_cli("report", "--results", results, "--out", tmp_path / "reports")
     assert proc.returncode == 0, proc.stderr
@@ -164,7 +164,7 @@ def test_a_complete_run_is_decoded_again_and_must_reproduce(sudoku, tmp_path, ca
     summary_path, records_path, _ = paths_of(sudoku, tmp_path)
     records = read_records(records_path)
     records[-1]["passes"] += 1  # as if the stored results came from other code or weights
-    text = "".join(json.dumps(r) + "\n" for r in records)
+    text = records_file_text(json.loads(summary_path.read_text())["config"], records)
     records_path.write_text(text)
     summary = json.loads(summary_path.read_text())
     summary["records_sha256"] = __import__("hashlib").sha256(text.encode()).hexdigest()
@@ -195,7 +195,7 @@ def test_sampled_runs_are_verified_too(sudoku, tmp_path, capsys):
     summary_path, records_path, _ = paths_of(sudoku, tmp_path, "learned:T=5,mode=sample")
     records = read_records(records_path)
     records[0]["passes"] += 1   # as if its draws had been different
-    text = "".join(json.dumps(r) + "\n" for r in records)
+    text = records_file_text(json.loads(summary_path.read_text())["config"], records)
     records_path.write_text(text)
     summary = json.loads(summary_path.read_text())
     summary["records_sha256"] = __import__("hashlib").sha256(text.encode()).hexdigest()
@@ -210,8 +210,8 @@ def test_the_main_command_verifies_committed_runs(tmp_path):
     task, strategy = SudokuTask(), parse_strategy("topk:k=5")
     model, eval_set = task.load_model(), task.eval_set(None, 0)
     config = Run(task, model, eval_set, strategy, "", 0, None, batch_size=250).config  # the default preset's run
-    summary_path, records_path, _ = result_paths(ROOT / "results", config)
-    committed = [summary_path, records_path]
+    summary_path = Store(ROOT / "results").locate(config)
+    committed = [summary_path, summary_path.with_suffix(".jsonl")]
     (tmp_path / "sudoku").mkdir()
     for path in committed:
         shutil.copy(path, tmp_path / "sudoku" / path.name)

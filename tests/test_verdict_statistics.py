@@ -219,6 +219,6 @@ def test_batched_steps_wait_for_the_slowest_row_of_each_recorded_batch():
 
 
 def test_a_stored_metric_outside_its_interval_is_said_in_the_run_table():
-    from bench.report.render import metric_text
+    from bench.results.summary import metric_text
     assert "outside" in metric_text({"value": 0.0027, "ci_low": 0.0, "ci_high": 0.0025})
     assert "outside" not in metric_text({"value": 0.002, "ci_low": 0.0, "ci_high": 0.0025})

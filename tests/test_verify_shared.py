@@ -10,7 +10,7 @@ import torch
 
 from bench.errors import BenchError
 from bench.registry import parse_strategy
-from bench.results import read_records, write_text_atomic
+from bench.results import read_records, records_file_text, write_text_atomic
 from bench.run.cell import Run, TaskRuns, complete_run, decode_rows
 from bench.run.local import run_one, run_task
 from bench.run.plan import plan_task
@@ -119,7 +119,7 @@ def test_a_run_that_does_not_reproduce_is_named_with_its_remake_command(hmm, tmp
     summary_path, records_path, _ = bound_run(hmm, "klass", tmp_path).paths
     records = read_records(records_path)
     records[-1]["passes"] += 1   # the last input is one of those verified (first and last are)
-    text = "".join(json.dumps(r) + "\n" for r in records)
+    text = records_file_text(json.loads(summary_path.read_text())["config"], records)
     write_text_atomic(records_path, text)
     summary = json.loads(summary_path.read_text())
     summary["records_sha256"] = __import__("hashlib").sha256(text.encode()).hexdigest()

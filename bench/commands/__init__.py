@@ -5,7 +5,7 @@ so `bench --help`, `report` and `compare` start without model code. Importing th
 registers them, in the order `bench --help` lists them (``CORE``)."""
 import importlib
 
-CORE = ("list_command", "run", "calibrate", "compare", "report", "rescore", "train", "throughput", "data")
+CORE = ("list_command", "run", "calibrate", "compare", "report", "rescore", "migrate", "train", "throughput", "data")
 
 for _name in CORE:
     importlib.import_module(f"bench.commands.{_name}")

@@ -25,8 +25,8 @@ def add_arguments(parser):
 @register_command("calibrate", "set a strategy knob so that mean passes hit a budget on the validation split",
                   add_arguments)
 def calibrate_command(args):
-    from bench.calibrate import TOLERANCE, calibrate, knob_spec, passes_measure, split_inputs
     from bench.errors import BenchError
+    from bench.run.calibrate import TOLERANCE, calibrate, knob_spec, passes_measure, split_inputs
     if args.budgets:
         return calibrate_table(args)
     if args.validation is not None:
@@ -49,9 +49,9 @@ def calibrate_command(args):
 def calibrate_table(args):
     """`--budgets`: every knob of the task's BudgetCalibration at each budget; exit 1 where one
     is not within tolerance."""
-    from bench.calibrate import calibrate_budgets
     from bench.errors import BenchError
     from bench.registry import split_specs
+    from bench.run.calibrate import calibrate_budgets
     if any(getattr(args, name) is not None for name in ("strategy", "knob", "budget", "range", "limit")):
         raise BenchError("--budgets takes the knobs, ranges and inputs from the task's settings; "
                          "give it without --strategy, --knob, --budget, --range and --limit")

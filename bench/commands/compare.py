@@ -5,7 +5,7 @@ from bench.registry import register_command
 
 
 def add_arguments(parser):
-    from bench.compare import DEFAULT_FAIL_ON, FAIL_ON_HELP  # numpy only, no model code
+    from bench.report.compare import DEFAULT_FAIL_ON, FAIL_ON_HELP  # numpy only, no model code
     parser.description, parser.formatter_class = FAIL_ON_HELP, argparse.RawDescriptionHelpFormatter
     parser.add_argument("base", help="baseline: a results folder or one result .json")
     parser.add_argument("new", help="the results to check: a folder or one result .json")
@@ -18,5 +18,5 @@ def add_arguments(parser):
 
 @register_command("compare", "compare two sets of results; exit 1 on a regression", add_arguments)
 def compare(args):
-    from bench.compare import compare
+    from bench.report.compare import compare
     return compare(args.base, args.new, args.fail_on, allow_missing=args.allow_missing)

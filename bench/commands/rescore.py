@@ -13,5 +13,5 @@ def add_arguments(parser):
 
 @register_command("rescore", "recompute result files' metrics from their records (no decoding)", add_arguments)
 def rescore(args):
-    from bench.rescore import rescore
+    from bench.results.rescore import rescore
     rescore(args.results, args.task, args.headline_only)

@@ -6,6 +6,7 @@ import os
 import sys
 import tempfile
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.errors import BenchError
@@ -32,7 +33,8 @@ from bench.report.render import (
     summary_rows,
 )
 from bench.report.transfer import transfer_markdown
-from bench.results import find_results
+from bench.results import Store
+from bench.results.identity import comparison_key as identity_key
 
 REPO = Path(__file__).resolve().parent.parent.parent
 # the committed pair: reports/ is a pure function of results/, so no other results write there
@@ -77,38 +79,53 @@ def write_tables(results, task, out_dir, verdicts):
     return paths
 
 
-def task_groups(results_dir, validation_dir=None, skipped=None):
+@dataclass(frozen=True)
+class Folders:
+    """The result folders one report reads: the test runs it tables, the validation runs its
+    claims' choices are made on, the runs on retrained helpers its ablations are checked on.
+    Readers are given them; none is found by name (``beside`` is the command line's default)."""
+    results: Path
+    validation: Path | None = None
+    retrained: Path | None = None
+
+    @classmethod
+    def beside(cls, results_dir, validation=None, retrained=None):
+        """``results_dir`` with the validation and retrained folders beside it (the presets'
+        default --out when run from the same place) unless given."""
+        parent = Path(results_dir).resolve().parent
+        return cls(Path(results_dir), Path(validation) if validation else parent / VALIDATION_OUT,
+                   Path(retrained) if retrained else parent / RETRAINED_OUT)
+
+
+def task_groups(folders, skipped=None):
     """task -> (its largest comparable group of results, how many runs were left out, its verdicts
-    or None where its runs cannot be paired). A task with runs under ``validation_dir`` (default:
-    ``validation_folder``) gets its claims' choices made there. Summaries that cannot be read or
-    are incomplete are named on stderr, left out and added to ``skipped`` (a list) when given."""
-    results = find_results(results_dir, skipped)
+    or None where its runs cannot be paired), from ``folders`` (a Folders, or a results folder
+    alone: no validation choices, no retrained checks). Summaries that cannot be read or are
+    incomplete are named on stderr, left out and added to ``skipped`` (a list) when given."""
+    folders = folders if isinstance(folders, Folders) else Folders(Path(folders))
+    store = Store(folders.results)
+    results = store.runs(skipped)
     if not results:
-        raise BenchError(f"no result files under {results_dir}; make some with: python -m bench run")
+        raise BenchError(f"no result files under {folders.results}; make some with: python -m bench run")
     groups = {task: comparison_group([r for r in results if r["task"] == task])
               for task in sorted({r["task"] for r in results})}
-    choices = validation_choices(validation_dir or validation_folder(results_dir), groups, skipped)
-    retrained = retrained_groups(Path(results_dir).resolve().parent / RETRAINED_OUT, groups, skipped)
-    return {task: (group, left_out, task_verdicts(every_seed(group, results), task, results_dir, choices.get(task),
+    choices = validation_choices(folders.validation, groups, skipped) if folders.validation else {}
+    retrained = retrained_groups(folders.retrained, groups, skipped) if folders.retrained else {}
+    return {task: (group, left_out, task_verdicts(every_seed(group, results), task, store, choices.get(task),
                                                   retrained.get(task)))
             for task, (group, left_out) in groups.items()}
 
 
 def retrained_groups(folder, groups, skipped=None):
     """{task: (its runs under ``folder`` on the same inputs, model and temperature as its test
-    group, every seed; ``folder``)} for every task with any (`bench run --preset retrained`)."""
-    if not folder.is_dir():
+    group, every seed; its Store)} for every task with any (`bench run --preset retrained`)."""
+    if not Path(folder).is_dir():
         return {}
-    found = find_results(folder, skipped)
+    store = Store(folder)
+    found = store.runs(skipped)
     same = {task: [r for r in found if seed_free_key(r) == seed_free_key(group[0])]
             for task, (group, _) in groups.items()}
-    return {task: (runs, folder) for task, runs in same.items() if runs}
-
-
-def validation_folder(results_dir):
-    """Where a results folder's validation runs are: the folder ``validation`` beside it (the
-    validation preset's default --out, run from the same place)."""
-    return Path(results_dir).resolve().parent / VALIDATION_OUT
+    return {task: (runs, store) for task, runs in same.items() if runs}
 
 
 def validation_choices(validation_dir, groups, skipped=None):
@@ -116,7 +133,8 @@ def validation_choices(validation_dir, groups, skipped=None):
     model and temperature as its test group (none where the folder does not exist)."""
     if not Path(validation_dir).is_dir():
         return {}
-    found, out = find_results(validation_dir, skipped), {}
+    store, out = Store(validation_dir), {}
+    found = store.runs(skipped)
     for task, (group, _) in groups.items():
         same = [r for r in found if r["task"] == task and r["model"]["id"] == group[0]["model"]["id"]
                 and r["config"].get("temperature") == group[0]["config"].get("temperature")]
@@ -124,19 +142,18 @@ def validation_choices(validation_dir, groups, skipped=None):
             chosen_group, _ = comparison_group(same)
             config = chosen_group[0]["config"]
             where = f"(data {config['data_id']}, seed {config['seed']}) under {Path(validation_dir).name}/"
-            out[task] = choose(chosen_group, task, validation_dir, where)
+            out[task] = choose(chosen_group, task, store, where)
     return {task: c for task, c in out.items() if c is not None}
 
 
 def comparison_key(r):
-    """What runs must share to be compared: model, data, limit, seed, temperature, device, dtype."""
-    return (r["model"]["id"], r["config"]["data_id"], r["config"]["limit"], r["config"]["seed"],
-            r["config"].get("temperature"), r["config"].get("device", "cpu"), r["config"].get("dtype", "float32"))
+    """What runs must share to be compared: task, model, data, limit, seed, temperature, device, dtype."""
+    return identity_key(r)
 
 
 def seed_free_key(r):
-    """What the runs of one group share under every seed: task, model, data, limit, temperature."""
-    return r["task"], r["model"]["id"], r["config"]["data_id"], r["config"]["limit"], r["config"].get("temperature")
+    """What the runs of one group share under every seed (``comparison_key`` less the seed)."""
+    return identity_key(r, drop=("seed",))
 
 
 def every_seed(group, results):
@@ -146,15 +163,18 @@ def every_seed(group, results):
 
 
 def plugin_sections(results_dir, out_dir, figures=True):
-    """Report sections plugins add (their ``figures`` modules, which import no model code)."""
+    """Report sections plugins add (their ``figures`` modules, which import no model code); each
+    reads the runs of the Store of ``results_dir`` it is given."""
     load_plugins("figures")
-    return {name: draw(results_dir, out_dir, figures=figures) for name, draw in sorted(REPORTS.items())}
+    store = Store(results_dir)
+    return {name: draw(store, out_dir, figures=figures) for name, draw in sorted(REPORTS.items())}
 
 
-def write_all_tables(results_dir, out_dir):
-    """Every table `bench report` writes, without the figures; returns the paths."""
+def write_all_tables(results_dir, out_dir, folders=None):
+    """Every table `bench report` writes, without the figures; returns the paths. ``folders``
+    (default: ``Folders.beside(results_dir)``) are where its validation and retrained runs are."""
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    groups = task_groups(results_dir)
+    groups = task_groups(folders or Folders.beside(results_dir))
     paths = [p for task, (group, _, verdicts) in groups.items() for p in write_tables(group, task, out_dir, verdicts)]
     paths += write_ablations([verdicts for _, _, verdicts in groups.values()], out_dir)
     paths += write_denoiser_reports(results_dir, out_dir, {task: group for task, (group, _, _) in groups.items()})
@@ -222,16 +242,17 @@ def default_docs(results_dir, out_dir):
     return SHIPPED_RESULTS.parent if pair == (SHIPPED_RESULTS, SHIPPED_REPORTS) else None
 
 
-def report(results_dir, out_dir=None, docs_root=None):
+def report(results_dir, out_dir=None, docs_root=None, folders=None):
     """Figures (both sizes) and tables per task from the result files under ``results_dir``,
-    written to ``report_folder(results_dir, out_dir)``; then the report tables quoted in the .md
-    files under ``docs_root`` are rewritten. PDFs carry no creation date (SOURCE_DATE_EPOCH 0
+    written to ``report_folder(results_dir, out_dir)``, with its claims' choices and retrained
+    checks from ``folders`` (default: ``Folders.beside(results_dir)``); then the report tables
+    quoted in the .md files under ``docs_root`` are rewritten. PDFs carry no creation date (SOURCE_DATE_EPOCH 0
     unless set), so unchanged results give the same bytes. Returns the folder written."""
     out_dir = report_folder(results_dir, out_dir)
     check_writable(out_dir)
     os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
     skipped = []
-    groups = task_groups(results_dir, skipped=skipped)
+    groups = task_groups(folders or Folders.beside(results_dir), skipped=skipped)
     styles = family_styles(r["strategy"] for group, _, _ in groups.values() for r in group)
     out_dir.mkdir(parents=True, exist_ok=True)
     drawn = []

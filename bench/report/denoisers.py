@@ -27,7 +27,8 @@ from bench.report.ablations import ablation_at_budgets
 from bench.report.render import both_text, ci_text, markdown, p_pair
 from bench.report.sweeps import sweep_lines
 from bench.report.verdicts import is_distance, joint_indices, load_runs, make_line, params, select_line
-from bench.results import scan_results
+from bench.results import Store
+from bench.results.identity import comparison_key
 from bench.settings import denoiser_ablations, order_is_drawn, task_settings
 
 
@@ -52,10 +53,8 @@ class Section:
 
 
 def same_inputs_key(result):
-    """What a derived model's runs must share with the base's: task, data, limit, seed, temperature, device."""
-    config = result["config"]
-    return (result["task"], config["data_id"], config["limit"], config["seed"], config.get("temperature"),
-            config.get("device", "cpu"), config.get("dtype", "float32"))
+    """What a derived model's runs must share with the base's: every comparison setting but the model."""
+    return comparison_key(result, drop=("model_id",))
 
 
 def derived_results(results, base_group):
@@ -258,13 +257,14 @@ def write_denoiser_reports(results_dir, out_dir, base_groups):
     ablations = denoiser_ablations()
     if not ablations:
         return []
-    results, paths = scan_results(results_dir)[0], []   # unreadable files: task_groups named them once
+    store, paths = Store(results_dir), []
+    results = store.runs(quiet=True)   # unreadable files: task_groups named them once
     for task, base_group in base_groups.items():
         derived = derived_results([r for r in results if r["task"] == task], base_group)
-        base_runs = load_runs(base_group, results_dir)[0] if derived else []
+        base_runs = load_runs(base_group, store)[0] if derived else []
         for ablation in ablations.values():
             sections = [s for _, group in sorted(derived.items())
-                        if (s := make_section(base_runs, group, results_dir, ablation)) is not None]
+                        if (s := make_section(base_runs, group, store, ablation)) is not None]
             if sections:
                 family = adjust(sections)
                 paths.append(Path(out_dir) / f"{ablation.stem}_{task}.md")

@@ -29,7 +29,8 @@ from bench.report.canvas import (
     wrapped,
     wrapped_label,
 )
-from bench.report.sweeps import lower_estimate, metric_of, point_label, reference_run, sweep_lines
+from bench.report.sweeps import lower_estimate, point_label, reference_run, sweep_lines
+from bench.results.summary import metric_of
 from bench.settings import order_is_drawn, task_settings, verdicts_for
 
 # how the reference lines look in every panel: the reference run, then the declared references in turn

@@ -32,8 +32,8 @@ from bench.report.render import (
     speedup_table,
     summary_rows,
 )
-from bench.report.sweeps import mean_passes, metric_of
 from bench.report.transfer import transfer_markdown
+from bench.results.summary import mean_passes, metric_of
 
 PAGE = "index.html"
 # matplotlib markers (canvas.FAMILY_MARKERS) as plotly symbols, so a family looks as in the PNGs

@@ -10,48 +10,9 @@ import numpy as np
 
 from bench.multiplicity import ALPHA
 from bench.paired import better_sign
-from bench.report.sweeps import metric_of
 from bench.report.verdicts import MAX_OUTSIDE, TOLERANCE
+from bench.results.summary import OUTSIDE, metric_names, metric_of, metric_text, render_text, summary_rows  # noqa: F401
 from bench.settings import task_settings
-
-
-def metric_names(results):
-    """Every metric name but passes, in first-seen order over all results."""
-    names = {m["name"]: None for r in results for m in r["metrics"] if m["name"] != "passes"}
-    return list(names)
-
-
-def metric_text(m, digits=3):
-    """'0.613 [0.583, 0.643]' or '-', with ``OUTSIDE`` where a stored value lies outside its CI."""
-    if m is None:
-        return "-"
-    note = OUTSIDE if not m["ci_low"] <= m["value"] <= m["ci_high"] else ""
-    return f"{m['value']:.{digits}f} [{m['ci_low']:.{digits}f}, {m['ci_high']:.{digits}f}]{note}"
-
-
-OUTSIDE = " (estimate outside its bootstrap interval: skewed replicates)"
-
-
-def summary_rows(results):
-    """Header and rows: strategy, mean passes, each metric but passes, wall seconds."""
-    names = metric_names(results)
-    header = ["strategy", "n", "mean passes"] + names + ["wall s"]
-    rows = []
-    for r in sorted(results, key=lambda r: metric_of(r, "passes")["value"], reverse=True):
-        rows.append([r["label"], str(r["n_samples"]), metric_text(metric_of(r, "passes"), 2)]
-                    + [metric_text(metric_of(r, n)) for n in names] + [f"{r['wall_seconds']:.1f}"])
-    return header, rows
-
-
-def padded(cells, widths):
-    """One plain-text table line: each cell left-aligned to its column's width."""
-    return "  ".join(c.ljust(w) for c, w in zip(cells, widths))
-
-
-def render_text(results):
-    header, rows = summary_rows(results)
-    widths = [max(len(x) for x in col) for col in zip(header, *rows)]
-    return "\n".join(padded(cells, widths) for cells in [header, ["-" * w for w in widths]] + rows)
 
 
 def markdown(header, rows):

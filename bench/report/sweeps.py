@@ -1,9 +1,6 @@
 """Result summaries read for the report: a metric of a summary, runs grouped into sweep lines (one
 strategy across its parameter values) and the reference run; from result summaries only."""
-
-
-def metric_of(result, name):
-    return next((m for m in result["metrics"] if m["name"] == name), None)
+from bench.results.summary import mean_passes, metric_of
 
 
 def lower_estimate(result, metric):
@@ -53,10 +50,6 @@ def sweep_lines(results):
 def point_label(run, line):
     """The swept parameters of one point ('k=5'); '' for a line of one point."""
     return ",".join(f"{k}={run['config']['strategy_params'][k]:g}" for k in varying(line, numeric=True))
-
-
-def mean_passes(run):
-    return metric_of(run, "passes")["value"]
 
 
 def reference_run(results, reference=None):

@@ -6,7 +6,6 @@ resamples input indices once, and every run's mean passes and headline metric ar
 that same resample, so differences between strategies keep their pairing.
 """
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -25,8 +24,9 @@ from bench.paired import (
 )
 from bench.report.cost import Cost, pooled_cost, run_cost
 from bench.report.interpolation import interpolate
-from bench.report.sweeps import lower_estimate, metric_of
-from bench.results import run_records
+from bench.report.sweeps import lower_estimate
+from bench.results import Store, run_records
+from bench.results.summary import batch_size_of, metric_of
 from bench.settings import BUDGET_TOLERANCE as TOLERANCE
 from bench.settings import order_is_drawn, task_settings
 
@@ -51,17 +51,13 @@ class ScoredRun:
         self.label = self.summary["label"]
 
 
-def records_index(root):
-    """{records file name: path} of every JSONL under ``root`` (names carry the run hash)."""
-    return {p.name: p for p in Path(root).rglob("*.jsonl") if not p.name.endswith(".partial.jsonl")}
-
-
 def load_runs(results, root):
-    """Runs of ``results`` whose headline can be recomputed from their records, restricted to the
-    largest set sharing the same input indices; returns (runs, inputs left out as a count of runs)."""
-    index, runs = records_index(root), []
+    """Runs of ``results`` (found in ``root``: a Store or its folder) whose headline can be
+    recomputed from their records, restricted to the largest set sharing the same input indices;
+    returns (runs, inputs left out as a count of runs)."""
+    store, runs = root if isinstance(root, Store) else Store(root), []
     for result in results:
-        path = index.get(result.get("records_file", ""))
+        path = store.records_of(result)
         if path is None:
             continue
         headline = metric_of(result, result["headline"])
@@ -72,7 +68,7 @@ def load_runs(results, root):
         passes = per_input({"name": "passes", "higher_is_better": False,
                             "per_input": {"statistic": "mean", "fields": ["passes"]}}, records)
         if quality is not None:
-            cost = run_cost([r["passes"] for r in records], result["config"].get("batch_size"))
+            cost = run_cost([r["passes"] for r in records], batch_size_of(result))
             scored = ScoredRun(result, quality, passes, cost, lower_end(result, records, quality),
                                second_headline(result, records))
             runs.append((tuple(r["index"] for r in records), scored))

@@ -10,11 +10,9 @@ same cell wait, then find it complete.
 import contextlib
 import fcntl
 import functools
-import re
 import shlex
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from tqdm import tqdm
@@ -25,8 +23,7 @@ from bench.device import Placement, model_placement
 from bench.errors import BenchError
 from bench.provenance import provenance
 from bench.registry import canonical, strategy_params
-from bench.report.render import render_text
-from bench.results import (
+from bench.results.files import (
     SCHEMA_VERSION,
     append_batch,
     check_records,
@@ -34,15 +31,17 @@ from bench.results import (
     metric_value_problem,
     read_batches,
     records_file_text,
-    run_id,
+    records_path,
     summary_problem,
     text_digest,
     to_json,
     write_batches,
     write_text_atomic,
 )
+from bench.results.identity import result_paths, run_id
+from bench.results.store import Store
+from bench.results.summary import aux_pass_metrics, mark_natural, render_text
 from bench.run import DEFAULT_BATCH_SIZE, DEFAULT_OUT
-from bench.stats import mean_metric
 
 
 @dataclass
@@ -69,6 +68,7 @@ class Run:
     cells_on: Placement | None = None
     first_passes: FirstPasses | None = None
     shared_first_rows: int = 0
+    executor: str = "local"
 
     @functools.cached_property
     def config(self):
@@ -77,13 +77,26 @@ class Run:
 
     @property
     def paths(self):
-        """(summary .json, records .jsonl, in-progress .partial.jsonl)."""
-        return result_paths(self.out, self.config)
+        """(summary .json, records .jsonl, in-progress .partial.jsonl): the files of this run's
+        identity under ``out`` where they exist under any name (``Store.locate``), else the names
+        a new run gets."""
+        summary_path, records, partial = result_paths(self.out, self.config)
+        found = Store(self.out).locate(self.config)
+        if found is None or found == summary_path:
+            return summary_path, records, partial
+        stored, _ = load_json(found)
+        return found, records_path(found, stored or {}) or found.with_suffix(".jsonl"), partial
 
-    def batch_rows(self):
-        """The eval-set rows of each of its batches."""
-        n, size = len(self.eval_set), self.config["batch_size"]
-        return [torch.arange(i, min(i + size, n)) for i in range(0, n, size)]
+    def batch_rows(self, done=()):
+        """The eval-set rows of each batch still to decode: the inputs not in ``done`` (indices),
+        in order, ``batch_size`` at a time. A batch is named by its first input."""
+        todo = [i for i in range(len(self.eval_set)) if i not in set(done)]
+        return [torch.tensor(todo[i:i + self.batch_size]) for i in range(0, len(todo), self.batch_size)]
+
+    @property
+    def execution(self):
+        """How it is executed (recorded in its summary, never part of its identity)."""
+        return {"batch_size": self.batch_size, "executor": self.executor, "threads": torch.get_num_threads()}
 
 
 @dataclass
@@ -104,7 +117,7 @@ class TaskRuns:
         shared = FirstPasses(self.model) if share_first_pass else None
         return [Run(self.task, self.model, self.eval_set, strategy, label, self.seed, self.limit,
                     batch_size=args.batch_size, out=args.out, verify=args.verify, cells_on=cells_on,
-                    first_passes=shared)
+                    first_passes=shared, executor=getattr(args, "executor", "local"))
                 for label, strategy in self.strategies]
 
 
@@ -117,21 +130,13 @@ def run_config(run):
         options = {**options, "model": task.model_spec}
     config = {"task": task.name, "task_options": options, "strategy_spec": canonical(strategy),
               "strategy_params": strategy_params(strategy), "seed": run.seed, "limit": run.limit,
-              "batch_size": run.batch_size, "data_id": run.eval_set.data_id, "model_id": run.model.checkpoint_id,
+              "data_id": run.eval_set.data_id, "model_id": run.model.checkpoint_id,
               "temperature": task.temperature, **model_placement(run.model).config()}
     if strategy.helper_ids():  # trained helpers (an MI estimator) are part of the identity
         config["helper_ids"] = strategy.helper_ids()
     if run.cells_on is not None:
         config.update(run.cells_on.config())
     return config
-
-
-def result_paths(out_dir, config):
-    """(summary .json, records .jsonl, in-progress .partial.jsonl) of a run."""
-    digest = run_id(config)[:10]
-    slug = re.sub(r"[^A-Za-z0-9.]+", "_", config["strategy_spec"]).strip("_")
-    stem = str(Path(out_dir) / config["task"] / f"{slug}-seed{config['seed']}-{digest}")
-    return Path(stem + ".json"), Path(stem + ".jsonl"), Path(stem + ".partial.jsonl")  # slugs may hold dots
 
 
 # --- decoding -----------------------------------------------------------------------------------
@@ -177,11 +182,11 @@ def rows_records(run, rows, result):
 
 
 def completed_batches(run, partial_path):
-    """({batch number: records} of the run's finished batches in ``partial_path``). Lines that
-    are not (another run's, edited, cut by a kill) are named on stderr and dropped: the partial
-    file is rewritten to hold just the kept batches, so appends start on a clean line."""
-    rows = [r.tolist() for r in run.batch_rows()]
-    batches, discarded = read_batches(partial_path, run_id(run.config), rows)
+    """({first input: records} of the run's finished batches in ``partial_path``, at whatever batch
+    size they were decoded). Lines that are not (another run's, edited, cut by a kill) are named
+    on stderr and dropped: the partial file is rewritten to hold just the kept batches, so
+    appends start on a clean line."""
+    batches, discarded = read_batches(partial_path, run_id(run.config), len(run.eval_set))
     for line in discarded:
         print(f"  {line}", file=sys.stderr)
     if discarded:
@@ -189,43 +194,25 @@ def completed_batches(run, partial_path):
     return batches
 
 
-def decode_batches(run, partial_path, batches=None):
-    """Decode every batch not yet in ``partial_path`` (of ``batches``, batch numbers; None: all),
-    appending each as it finishes. A shard of a run (bench.run.ray_executor) is some batches."""
-    batch_rows = run.batch_rows()
+def done_rows(batches):
+    """The inputs that finished batches (``completed_batches``) hold."""
+    return [r["index"] for records in batches.values() for r in records]
+
+
+def decode_batches(run, partial_path, plan=None):
+    """Decode every batch of ``plan`` (lists of eval-set rows; None: ``run.batch_rows`` of the
+    inputs not yet in ``partial_path``) whose first input is not yet there, appending each as it
+    finishes. A shard of a run (bench.run.ray_executor) is the plan its driver gave it."""
     done = completed_batches(run, partial_path)
-    todo = [b for b in range(len(batch_rows)) if b not in done and (batches is None or b in batches)]
-    for batch in tqdm(todo, desc=f"{run.task.name} {run.label}", unit="batch", leave=False):
-        new, seconds = decode_rows(run, batch_rows[batch])
+    plan = [rows.tolist() for rows in run.batch_rows(done_rows(done))] if plan is None else plan
+    for rows in tqdm([r for r in plan if r[0] not in done], desc=f"{run.task.name} {run.label}", unit="batch",
+                     leave=False):
+        new, seconds = decode_rows(run, torch.tensor(rows))
         for record in new:
-            record.update(batch=batch, batch_seconds=seconds)
-        append_batch(partial_path, run_id(run.config), batch, new)
-        done[batch] = new
+            record.update(batch=rows[0], batch_seconds=seconds)
+        append_batch(partial_path, run_id(run.config), new)
+        done[rows[0]] = new
     return sorted((r for records in done.values() for r in records), key=lambda r: r["index"])
-
-
-def aux_pass_metrics(records, strategy=None):
-    """Passes a strategy spent besides decoding (an oracle's probing), reported apart: the record
-    field its ``aux_passes_metric`` names (without a strategy: any field ``*_passes`` besides
-    ``passes``, as `bench rescore` finds them in stored records)."""
-    if not records:
-        return []
-    names = ([strategy.aux_passes_metric] if strategy is not None and strategy.aux_passes_metric else
-             [] if strategy is not None else sorted(k for k in records[0] if k.endswith("_passes")))
-    return [mean_metric(name, [r[name] for r in records], False,
-                        "passes per sample spent besides decoding (not decoding passes)", field=name)
-            for name in names if name in records[0]]
-
-
-def mark_natural(metrics, natural):
-    """Each metric of ``natural`` (a task's ``natural_variation``) gets ``natural_bound`` and
-    ``within_natural``: no worse than what natural inputs of the run's size score 95% of the time."""
-    for metric in metrics:
-        null = (natural or {}).get(metric["name"])
-        if null is not None:
-            worse_by = (null["bound"] - metric["value"]) * (1 if metric["higher_is_better"] else -1)
-            metric.update(natural_bound=null["bound"], within_natural=bool(worse_by <= 0))
-    return metrics
 
 
 def model_entry(model, config):
@@ -245,7 +232,7 @@ def summarize(run, records, model):
     seconds = sum({r["batch"]: r["batch_seconds"] for r in records}.values())
     floor, natural = task.floor(), task.natural_variation(len(records))
     return {"schema_version": SCHEMA_VERSION, "task": task.name, "strategy": config["strategy_spec"].split(":")[0],
-            "label": run.label, "config": config, "headline": task.headline,
+            "label": run.label, "config": config, "execution": run.execution, "headline": task.headline,
             "model": model_entry(model, config),
             "device": model_placement(model).describe(),
             "metrics": mark_natural(task.summarize(records), natural) + aux_pass_metrics(records, run.strategy),
@@ -286,7 +273,7 @@ def complete_run(run, say=True):
         return None
     summary, problem = load_json(summary_path)
     problem = problem or summary_problem(summary)
-    if problem is None and summary["config"] != run.config:
+    if problem is None and run_id(summary["config"]) != run_id(run.config):
         problem = "its config is not this run's"
     if problem is None:
         records, problem = check_records(summary, records_path)

@@ -29,7 +29,7 @@ import torch
 from bench.decode import fill_values, forward
 from bench.provenance import REPO
 from bench.registry import canonical
-from bench.results import scan_results
+from bench.results import Store
 from bench.run.cell import complete_run, decode_rows
 from bench.run.verify import SHARED_ROWS, verified_rows
 
@@ -54,7 +54,7 @@ class Estimate:
 def committed_references(task_name, model_id, root=COMMITTED):
     """{strategy spec: summary} of ``root``'s complete runs of a task on one model (the largest
     run of each spec, at temperature as recorded)."""
-    found, _ = scan_results(Path(root) / task_name) if (Path(root) / task_name).is_dir() else ([], [])
+    found = Store(Path(root) / task_name).runs(quiet=True)
     references = {}
     for summary in found:
         if summary["task"] != task_name or summary["config"].get("model_id") != model_id:

@@ -40,6 +40,7 @@ from bench.run.cell import (
     completed_batches,
     decode_batches,
     decode_run,
+    done_rows,
     find_or_lock,
     print_complete,
     print_task_end,
@@ -74,7 +75,7 @@ def worker_run(cell):
     run = Run(task, model, eval_set, strategy, cell["label"], cell["seed"], cell["limit"],
               batch_size=cell["batch_size"], out=cell["out"], verify=cell.get("verify", 0))
     config = run.config
-    if config != cell["config"]:
+    if run_id(config) != run_id(cell["config"]):
         differ = sorted(k for k in set(config) | set(cell["config"]) if config.get(k) != cell["config"].get(k))
         raise BenchError(f"{cell['label']}: this worker's run config differs from the driver's in "
                          f"{', '.join(differ)} (another checkout, data or weights on this node?)")
@@ -94,7 +95,7 @@ def run_cell(cell):
             summary = json.loads(cell["summary"])
             found = summary, run_records(summary, records_path(cell["summary_path"], summary))
             return "verified", verify_run(run, found, cell["remake"])
-        decode_batches(run, Path(cell["partial"]), batches=set(cell["batches"]))
+        decode_batches(run, Path(cell["partial"]), plan=cell["batches"])
         return "done", model_placement(run.model).describe()
     except BenchError as err:
         return "error", str(err)
@@ -148,30 +149,31 @@ def ray_placement(args, ray):
 
 
 def shard_ranges(todo, shards):
-    """``todo`` (sorted batch numbers) cut into at most ``shards`` contiguous, non-empty runs."""
+    """``todo`` (batches, each a list of eval-set rows, in order) cut into at most ``shards``
+    contiguous, non-empty runs."""
     count = min(shards, len(todo))
     return [todo[i * len(todo) // count:(i + 1) * len(todo) // count] for i in range(count)]
 
 
 def shard_path(partial_path, batches):
     return partial_path.with_name(partial_path.name.replace(".partial.jsonl", "")
-                                  + f".shard-{batches[0]}-{batches[-1]}.partial.jsonl")
+                                  + f".shard-{batches[0][0]}-{batches[-1][0]}.partial.jsonl")
 
 
 def gather_shards(run):
     """Merge the finished batches of the run's shard files into its partial file (each batch line
-    checked as the local executor checks its own), then remove the shard files; returns the batch
-    numbers now complete."""
+    checked as the local executor checks its own), then remove the shard files; returns the
+    finished batches ({first input: records})."""
     partial_path = run.paths[2]
     done = completed_batches(run, partial_path)
     stem = partial_path.name.replace(".partial.jsonl", "")
     for shard in sorted(partial_path.parent.glob(stem + SHARD_GLOB)):
-        for batch, records in sorted(completed_batches(run, shard).items()):
-            if batch not in done:
-                append_batch(partial_path, run_id(run.config), batch, records)
-                done[batch] = records
+        for first, records in sorted(completed_batches(run, shard).items()):
+            if first not in done and not set(done_rows(done)) & {r["index"] for r in records}:
+                append_batch(partial_path, run_id(run.config), records)
+                done[first] = records
         shard.unlink()
-    return set(done)
+    return done
 
 
 class RayRun:
@@ -237,7 +239,7 @@ class Driver:
         ray_run.found = find_or_lock(run, self.locks)
         if ray_run.found is None:
             done = gather_shards(run)
-            todo = [b for b in range(len(run.batch_rows())) if b not in done]
+            todo = [rows.tolist() for rows in run.batch_rows(done_rows(done))]
             for batches in shard_ranges(todo, self.args.shards):
                 cell = {**base_cell(run, self.args, self.where, self.cwd), "kind": "decode", "batches": batches,
                         "partial": str(shard_path(run.paths[2].resolve(), batches))}
@@ -271,11 +273,11 @@ class Driver:
                 print_complete(run, value)
             else:
                 ray_run.device = ray_run.device or value
-                print(f"  {run.label}: batches {cell['batches'][0]}-{cell['batches'][-1]} done", file=sys.stderr)
+                print(f"  {run.label}: inputs {cell['batches'][0][0]}-{cell['batches'][-1][-1]} done", file=sys.stderr)
         if ray_run.found is None:
-            missing = len(run.batch_rows()) - len(gather_shards(run))
+            missing = len(run.eval_set) - len(done_rows(gather_shards(run)))
             if missing:   # never decoded here: the driver's model is on the CPU
-                raise BenchError(f"{run.label}: {missing} batches missing after its cells finished; rerun the "
+                raise BenchError(f"{run.label}: {missing} inputs missing after its cells finished; rerun the "
                                  f"same command to decode them")
             summary = decode_run(run, AsRun(run.model, Reported(self.where, ray_run.device)))
             ray_run.found = summary, None

@@ -15,7 +15,6 @@ from matplotlib.ticker import MaxNLocator
 from bench.files import HELPER_LIMIT, sha256_of
 from bench.registry import register_report
 from bench.report.canvas import PALETTE, legend_columns, save_figure, variant_style
-from bench.results import scan_results
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 HELD_OUT = re.compile(r"train\.order step (?P<step>\d+) held-out (?P<stats>.*)$")
@@ -98,10 +97,10 @@ def curve_table(found):
     return "\n".join(lines) + "\n"
 
 
-def policy_packages(results_dir, tasks_dir=TASKS_DIR):
-    """Task packages (folder names under ``tasks_dir``) holding an order policy that a learned run under
-    ``results_dir`` used, matched by the policy's file id (``helper_ids``)."""
-    used = {(r["config"].get("helper_ids") or {}).get("order_policy") for r in scan_results(results_dir)[0]
+def policy_packages(store, tasks_dir=TASKS_DIR):
+    """Task packages (folder names under ``tasks_dir``) holding an order policy that a learned run in
+    ``store`` used, matched by the policy's file id (``helper_ids``)."""
+    used = {(r["config"].get("helper_ids") or {}).get("order_policy") for r in store.runs(quiet=True)
             if r.get("strategy") == "learned"} - {None}
     if not used:
         return set()
@@ -110,11 +109,11 @@ def policy_packages(results_dir, tasks_dir=TASKS_DIR):
 
 
 @register_report("learned")
-def report_learned(results_dir, out_dir, figures=True):
+def report_learned(store, out_dir, figures=True):
     """reports/learned_training.md and, with ``figures``, learned_curves_<task>.png/pdf, of the task
-    packages whose policies the learned runs under ``results_dir`` used (a folder of one task's runs
+    packages whose policies the learned runs in ``store`` used (a folder of one task's runs
     draws that task's curves only)."""
-    found = training_logs(packages=policy_packages(results_dir))
+    found = training_logs(packages=policy_packages(store))
     if not found:
         return []
     paths = []

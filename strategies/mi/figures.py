@@ -14,10 +14,10 @@ from bench.report.canvas import save_figure
 FLOOR = 1e-4  # nats; smaller values are drawn at this floor on log axes
 
 
-def read_mi_results(results_dir):
-    """Every MI evaluation file under ``results_dir``/mi."""
+def read_mi_results(store):
+    """Every MI evaluation file in ``store`` (its mi/ folder)."""
     found = []
-    for path in sorted(Path(results_dir).glob("mi/*.mi.json")):
+    for path in store.other_files("mi/*.mi.json"):
         payload = json.loads(path.read_text())
         if payload.get("schema_version") == "mi-1":
             found.append(payload)
@@ -104,10 +104,10 @@ def mi_table(payload):
 
 
 @register_report("mi")
-def report_mi(results_dir, out_dir, figures=True):
+def report_mi(store, out_dir, figures=True):
     """Every task's MI table (and with ``figures`` its maps and scatter); returns the written paths."""
     paths = []
-    for payload in read_mi_results(results_dir):
+    for payload in read_mi_results(store):
         if figures:
             paths += draw_maps(payload, out_dir) + draw_scatter(payload, out_dir)
         table = Path(out_dir) / f"mi_{payload['task']}.md"

@@ -12,32 +12,33 @@ compare: runs whose mean passes are within 25% of each other (same budget, diffe
 """
 import argparse
 import itertools
-import json
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 from scipy import optimize, stats
+
+from bench.results import Store
+from bench.results.identity import comparison_key
 
 SIMILAR_PASSES = 1.25   # a pair at "the same budget": the larger mean passes at most 25% above the smaller
 
 
 def group_key(summary):
-    config = summary["config"]
-    return summary["model"]["id"], config["data_id"], config["limit"], config["seed"]
+    """The comparison group of a run (bench.results.identity): model, data, limit, seed and the rest."""
+    return comparison_key(summary)
 
 
 def load_runs(folder, field):
     """(the group's key, {spec: (mean passes, {domain index: field})}, its split, its species) of
     the largest comparison group in ``folder``."""
-    summaries = {path: json.loads(path.read_text()) for path in sorted(Path(folder).glob("*.json"))}
-    summaries = {p: s for p, s in summaries.items() if "config" in s and "model" in s}
+    store = Store(folder)
+    summaries = dict(store.runs(with_paths=True))
     biggest = Counter(group_key(s) for s in summaries.values()).most_common(1)[0][0]
     runs, species, split = {}, set(), None
     for path, summary in summaries.items():
         if group_key(summary) != biggest:
             continue
-        records = [json.loads(line) for line in path.with_suffix(".jsonl").read_text().splitlines() if line]
+        records = store.records(path, summary)
         runs[summary["config"]["strategy_spec"]] = (float(np.mean([r["passes"] for r in records])),
                                                     {r["index"]: float(r[field]) for r in records})
         species |= {r["species"] for r in records}
@@ -94,7 +95,7 @@ def report(folder, field, delta, power, alpha):
     key, runs, split, species = load_runs(folder, field)
     pairs = pair_sds(runs)
     n_domains, n_split = len(next(iter(runs.values()))[1]), available_domains(split, species)
-    lines = [f"{folder}: {len(runs)} runs of model {key[0]} on {n_domains} domains (data {key[1]}, seed {key[3]}); "
+    lines = [f"{folder}: {len(runs)} runs of model {key[1]} on {n_domains} domains (data {key[2]}, seed {key[4]}); "
              f"{field}: detect {delta} at power {power}, two-sided paired t-test at alpha {alpha}; "
              f"the {split} split holds {n_split} domains of {', '.join(sorted(species))}"]
     for name, chosen in (("every pair", pairs), (f"pairs within {SIMILAR_PASSES}x in mean passes",

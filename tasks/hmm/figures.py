@@ -11,15 +11,16 @@ from bench.paired import paired_difference
 from bench.registry import register_report
 from bench.report.render import markdown
 from bench.report.verdicts import load_runs
-from bench.results import scan_results
 
 TASKS = ("hmm", "hmm_mdm")
 
 
-def runs_by_spec(results_dir, task):
-    """{strategy spec: Run} of ``task``'s runs that have records (seeds pooled)."""
-    results = [r for r in scan_results(Path(results_dir) / task)[0] if r["task"] == task]
-    runs, _ = load_runs(results, Path(results_dir) / task)
+def runs_by_spec(store, task):
+    """{strategy spec: Run} of ``task``'s runs of its own model that have records (seeds pooled).
+    Runs of a model fine-tuned from it (``derived_from``: bench.report.denoisers pairs those) share
+    its specs and are left out, so a row never holds another model's run."""
+    results = [r for r in store.runs(quiet=True) if r["task"] == task and "derived_from" not in r["model"]]
+    runs, _ = load_runs(results, store)
     return {run.summary["config"]["strategy_spec"]: run for run in runs}
 
 
@@ -61,10 +62,10 @@ HEADER = ["strategy", "passes (chain)", "KL on the exact chain: the strategy's o
 
 
 @register_report("hmm")
-def report_hmm(results_dir, out_dir, figures=True):
-    """reports/hmm_decomposition.md when runs of either exact-task model exist; returns the paths."""
-    chain_runs, mdm_runs = (runs_by_spec(results_dir, task) if (Path(results_dir) / task).is_dir() else {}
-                            for task in TASKS)
+def report_hmm(store, out_dir, figures=True):
+    """reports/hmm_decomposition.md when runs of either exact-task model exist in ``store``; returns
+    the paths."""
+    chain_runs, mdm_runs = (runs_by_spec(store, task) for task in TASKS)
     if not chain_runs and not mdm_runs:
         return []
     path = Path(out_dir) / "hmm_decomposition.md"

@@ -29,8 +29,8 @@ from bench.decode import decode
 from bench.errors import BenchError
 from bench.provenance import provenance
 from bench.registry import TASKS, load_plugins, parse_strategy
-from bench.rescore import rescore_summary, summaries
 from bench.results import records_file_text, run_records, text_digest, write_text_atomic
+from bench.results.rescore import rescore_summary, summaries
 from bench.settings import order_is_drawn
 
 DERIVED = ("log_q_orders", "log_q_orders_half", "orders")

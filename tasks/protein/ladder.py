@@ -24,7 +24,7 @@ from scipy import sparse
 
 from bench.checkpoints import cache_dir
 from bench.errors import BenchError
-from bench.results import cached_json, load_json, records_path, run_records
+from bench.results import Store, cached_json
 from bench.stats import BOOT_SEED, basic_interval
 from tasks.protein import metrics as pm
 from tasks.protein.fasta import AMINO_ACIDS, read_fasta
@@ -366,15 +366,11 @@ def steps_markdown(results, metrics):
 
 def committed_runs(results_dir):
     """{strategy spec: sequences} of the committed 500-sequence protein runs named in RUNS."""
-    found = {}
-    for path in sorted(Path(results_dir, "protein").glob("*.json")):
-        summary, problem = load_json(path)
-        if problem or not isinstance(summary, dict) or "records_file" not in summary:
-            continue
+    found, store = {}, Store(Path(results_dir, "protein"))
+    for path, summary in store.runs(with_paths=True, quiet=True):
         spec = summary["config"]["strategy_spec"]
         if spec in RUNS and summary["n_samples"] == 500 and summary["config"].get("temperature") == 1.0:
-            records = run_records(summary, records_path(path, summary))
-            found[spec] = [r["sequence"] for r in records]
+            found[spec] = [r["sequence"] for r in store.records(path, summary)]
     return {spec: found[spec] for spec in RUNS if spec in found}
 
 

@@ -138,7 +138,7 @@ def matching_params(template, knob):
 def known_probes(template, knob, results, entries):
     """(knob value, mean passes) already measured on the calibration's inputs: the line's runs among
     ``results`` (validation summaries on the same inputs) and earlier ``entries``' probes of it."""
-    from bench.report.sweeps import mean_passes
+    from bench.results.summary import mean_passes
     name, fixed = matching_params(template, knob)
     probes = [tuple(p) for e in entries if e["template"] == template and e["knob"] == knob for p in e["probes"]]
     for r in results:
@@ -171,7 +171,7 @@ def calibrate_budgets(task_name, validation_dir, only=None, progress=print):
 
     from bench.presets import validation_plan
     from bench.registry import make_task
-    from bench.results import find_results
+    from bench.results import Store
     from bench.settings import task_settings
     settings = task_settings(task_name)
     if settings is None or settings.calibration is None:
@@ -180,7 +180,7 @@ def calibrate_budgets(task_name, validation_dir, only=None, progress=print):
     plan = validation_plan(task_name, settings, limit=cal.limit)
     task = make_task(task_name, data=plan.data)
     model, eval_set = task.load_model(), task.eval_set(plan.limit, plan.seeds[0])
-    same_inputs = [r for r in (find_results(validation_dir) if validation_dir.is_dir() else [])
+    same_inputs = [r for r in Store(validation_dir).runs()
                    if r["task"] == task_name and r["config"]["limit"] == plan.limit
                    and r["config"]["seed"] == plan.seeds[0]]
     # --only searches its knobs afresh and keeps the rest; a call without it keeps what is within tolerance

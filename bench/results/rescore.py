@@ -7,25 +7,21 @@ from its JSONL records; its config, identity, passes and wall time stay as they 
 """
 import json
 import sys
-from pathlib import Path
 
 from tqdm import tqdm
 
 from bench.errors import BenchError
 from bench.provenance import provenance
 from bench.registry import TASKS, load_plugins, lookup
-from bench.results import check_records, read_result, records_path, to_json, write_text_atomic
-from bench.run.cell import aux_pass_metrics, mark_natural
+from bench.results.files import check_records, records_path, to_json, write_text_atomic
+from bench.results.store import Store
+from bench.results.summary import aux_pass_metrics, mark_natural
 
 
 def summaries(results_dir, task_name):
     """(path, summary) of every complete run of ``task_name`` (or any task) under ``results_dir``."""
-    found = []
-    for path in sorted(Path(results_dir).rglob("*.json")):
-        summary = read_result(path)
-        if summary and "records_file" in summary and task_name in (None, summary["task"]):
-            found.append((path, summary))
-    return found
+    return [(path, summary) for path, summary in Store(results_dir).scan()[0]
+            if "records_file" in summary and task_name in (None, summary["task"])]
 
 
 def point_headline(path, summary, task):

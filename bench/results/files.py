@@ -1,7 +1,6 @@
-"""Result files: one JSON summary + one JSONL of per-sample records per run, written atomically.
-
-This module is the results store: it finds, loads, saves and checks result files, partials
-included, and every reader (run, executor, report, compare, rescore, verdicts) goes through it.
+"""The format of one run's result files: a JSON summary and a JSONL of per-sample records,
+written atomically, and the ``.partial.jsonl`` of a run in progress. ``bench.results.store``
+finds them; this module reads, writes and checks one run's files.
 
 A summary records how many records its JSONL holds (``n_samples``) and the JSONL's SHA-256
 (``records_sha256``), so a truncated or altered records file is found: ``bench run`` redoes the
@@ -10,24 +9,25 @@ run, every other reader refuses it in one line. A summary without the checksum i
 A records file opens with a header line naming its run (``{"run": run_id of its config, "task",
 "strategy_spec", "seed"}``; it has no ``index``, so it is not a record), and every reader checks
 it against the summary's config (``check_records``): records copied under another run's summary,
-their checksum updated to match, are refused. Records files written before the header (the
-committed results of 2026-12-04 and before) have none and are checked by count and checksum only.
+their checksum updated to match, are refused, and so is a records file without the header
+(`bench migrate` gives one to files made before it).
 
 A run in progress appends each finished batch as one line of its ``.partial.jsonl``: the run's
-identity (``run_id`` of its config), the batch number, the SHA-256 of the batch's records and
-the records. A batch of another run, an edited one or one cut by a kill is discarded on reading,
-said in one line, and decoded again.
+identity (``run_id`` of its config), the batch's first input, the SHA-256 of the batch's records
+and the records. A batch of another run, an edited one or one cut by a kill is discarded on
+reading, said in one line, and decoded again; batches are keyed by their first input, so a run
+resumed at another batch size keeps its finished batches.
 """
 import hashlib
 import json
 import math
 import os
-import sys
 import uuid
 from pathlib import Path
 
 from bench.errors import BenchError
 from bench.files import MiB, read_bytes
+from bench.results.identity import run_id
 
 SCHEMA_VERSION = 1
 SUMMARY_KEYS = ("task", "label", "config", "metrics")  # what makes a JSON object a run summary
@@ -100,69 +100,72 @@ def text_digest(text):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def run_id(config):
-    """The identity of a run: the SHA-256 of its config (the result files' names hold its head)."""
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
-
-
-def batch_line(config_id, batch, records):
-    """One partial-file line: a finished batch with its run's identity and its own checksum."""
+def batch_line(config_id, records):
+    """One partial-file line: a finished batch (keyed by its first input) with its run's identity
+    and its own checksum."""
     text = records_text(records)
-    return to_json({"run": config_id, "batch": batch, "sha256": text_digest(text), "records": records}) + "\n"
+    return to_json({"run": config_id, "first": records[0]["index"], "sha256": text_digest(text),
+                    "records": records}) + "\n"
 
 
-def append_batch(path, config_id, batch, records):
+def append_batch(path, config_id, records):
     """Append a finished batch to a run's partial file (one line; a line cut by a kill is
     discarded on reading)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as handle:
-        handle.write(batch_line(config_id, batch, records))
+        handle.write(batch_line(config_id, records))
         handle.flush()
         os.fsync(handle.fileno())
 
 
-def parse_batch(line, config_id, batch_rows):
-    """(the batch line as JSON, None) when a partial-file line is a finished batch of this run,
-    else (None, why not: a phrase)."""
+def parse_batch(line, config_id, n_rows):
+    """(the batch line as JSON, None) when a partial-file line is a finished batch of this run
+    (consecutive inputs from its ``first``, each record naming that batch), else (None, why not)."""
     try:
         entry = json.loads(line)
     except json.JSONDecodeError:
         return None, "is cut short or not JSON"
-    if not isinstance(entry, dict) or not isinstance(entry.get("records"), list):
+    if not isinstance(entry, dict) or not isinstance(entry.get("records"), list) or not entry["records"]:
         return None, "is not a batch line"
     if entry.get("run") != config_id:
         return None, "belongs to another run"
-    batch = entry.get("batch")
-    if not isinstance(batch, int) or isinstance(batch, bool) or not 0 <= batch < len(batch_rows):
-        return None, f"names batch {batch!r}, not one of this run's {len(batch_rows)}"
-    records = entry["records"]
+    first, records = entry.get("first"), entry["records"]
+    if not isinstance(first, int) or isinstance(first, bool) or not 0 <= first < n_rows:
+        return None, f"names first input {first!r}, not one of this run's {n_rows}"
     if not all(isinstance(r, dict) for r in records) or text_digest(records_text(records)) != entry.get("sha256"):
         return None, "does not match its checksum"
-    if [r.get("index") for r in records] != list(batch_rows[batch]) or any(r.get("batch") != batch for r in records):
-        return None, f"does not hold the inputs of batch {batch}"
+    rows = list(range(first, min(first + len(records), n_rows)))
+    if [r.get("index") for r in records] != rows or any(r.get("batch") != first for r in records):
+        return None, f"does not hold consecutive inputs from {first}"
     return entry, None
 
 
-def read_batches(path, config_id, batch_rows):
-    """({batch number: records} of the finished batches of run ``config_id`` in its partial file,
-    one line per discarded line: why). ``batch_rows[b]`` are the eval-set indices of batch b."""
+def read_batches(path, config_id, n_rows):
+    """({first input: records} of the finished batches of run ``config_id`` (of ``n_rows``
+    inputs) in its partial file, one line per discarded line: why). Batches are keyed by their
+    first input, so a run resumed at another batch size keeps them; a batch overlapping one read
+    before it is discarded."""
     try:
         text = read_bytes(path, "partial results file", RECORDS_LIMIT).decode("utf-8", errors="replace")
     except FileNotFoundError:
         return {}, []
-    batches, discarded = {}, []
+    batches, done, discarded = {}, set(), []
     for number, line in enumerate(text.splitlines(), 1):
-        entry, problem = parse_batch(line, config_id, batch_rows)
+        entry, problem = parse_batch(line, config_id, n_rows)
+        rows = {r["index"] for r in entry["records"]} if problem is None else set()
+        if problem is None and rows & done:
+            problem = "repeats inputs of an earlier batch"
         if problem is None:
-            batches.setdefault(entry["batch"], entry["records"])
+            batches[entry["first"]] = entry["records"]
+            done |= rows
         else:
-            discarded.append(f"{path} line {number} {problem}; discarded, its batch is decoded again")
+            discarded.append(f"{path} line {number} {problem}; discarded, its inputs are decoded again")
     return batches, discarded
 
 
 def write_batches(path, config_id, batches):
-    """Rewrite a partial file to hold just ``batches`` ({number: records}), so appends start clean."""
-    write_text_atomic(path, "".join(batch_line(config_id, b, batches[b]) for b in sorted(batches)))
+    """Rewrite a partial file to hold just ``batches`` ({first: records}), so appends start clean."""
+    write_text_atomic(path, "".join(batch_line(config_id, batches[b]) for b in sorted(batches)))
 
 
 def records_header_of(line):
@@ -210,7 +213,10 @@ def read_records(path):
 def header_problem(header, summary):
     """Why a records file's header says its records are not the run ``summary`` describes, or None."""
     config = summary.get("config")
-    if header is None or header.get("run") == run_id(config):
+    if header is None:
+        return ("its records file has no header naming its run (a file made before 2026-12-06: "
+                "`python -m bench migrate FOLDER` gives it one)")
+    if header.get("run") == run_id(config):
         return None
     return (f"its records file holds the records of another run ({header.get('task')} "
             f"{header.get('strategy_spec')} seed {header.get('seed')}, run {str(header.get('run'))[:10]}), "
@@ -223,6 +229,8 @@ def check_records(summary, records_path):
     expected = summary.get("records_sha256")
     if expected is None:
         return None, "its summary has no records_sha256 to check its records against"
+    if records_path is None:
+        return None, "its summary names no records file"
     try:
         data = read_bytes(records_path, "records file", RECORDS_LIMIT)
     except FileNotFoundError:
@@ -242,8 +250,10 @@ def check_records(summary, records_path):
 
 
 def records_path(summary_path, summary):
-    """Where a run's records lie: beside its summary, under the name the summary gives."""
-    return Path(summary_path).parent / str(summary.get("records_file", ""))
+    """Where a run's records lie: beside its summary, under the name the summary gives; None when
+    it gives none."""
+    name = summary.get("records_file")
+    return Path(summary_path).parent / name if isinstance(name, str) and name else None
 
 
 def run_records(summary, records_file):
@@ -297,64 +307,3 @@ def metric_value_problem(metric):
         if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value)):
             return f"has metric {metric.get('name')!r} with {field} {value!r}, not a finite number"
     return None
-
-
-def records_problem(path, data):
-    """Why the records file a summary at ``path`` names is not there (a phrase), or None."""
-    name = data.get("records_file")
-    if name is not None and not (isinstance(name, str) and name and (Path(path).parent / name).is_file()):
-        return f"names records file {name!r}, which is missing"
-    return None
-
-
-def read_result(path):
-    """A result summary, or None when missing or unreadable (then the run is redone)."""
-    data, _ = load_json(path)
-    return None if data is None or summary_problem(data) else data
-
-
-def scan_results(root, with_paths=False, any_schema=False):
-    """(every run summary under ``root`` (``with_paths``: (path, summary) pairs), one line per
-    .json file there that cannot be read as one).
-
-    JSON objects that are not shaped like run summaries (other tools' files, such as a helper's evaluation results)
-    are neither results nor problems."""
-    found, problems = [], []
-    for path in sorted(Path(root).rglob("*.json")):
-        data, why = load_json(path)
-        if why is None and isinstance(data, dict) and not all(k in data for k in SUMMARY_KEYS):
-            continue
-        why = why or summary_problem(data, any_schema) or records_problem(path, data)
-        if why:
-            problems.append(f"{path} {why}")
-        else:
-            found.append((path, data) if with_paths else data)
-    return found, problems
-
-
-def find_results(root, skipped=None):
-    """Every readable result summary under ``root``; each unreadable one is named on stderr (and
-    added to the list ``skipped``, when given, so a command can count them at its end)."""
-    found, problems = scan_results(root)
-    if skipped is not None:
-        skipped.extend(problems)
-    for problem in problems:
-        print(f"skipped result file: {problem}", file=sys.stderr)
-    return found
-
-
-def load(path="results"):
-    """All results under ``path`` (a folder or one JSON file) as a pandas DataFrame,
-    one row per (run, metric)."""
-    import pandas as pd
-    path = Path(path)
-    results = [read_result(path)] if path.is_file() else find_results(path)
-    rows = []
-    for result in filter(None, results):
-        for m in result["metrics"]:
-            rows.append({"task": result["task"], "strategy": result["strategy"],
-                         "spec": result["config"]["strategy_spec"], "model": result["model"]["id"],
-                         "seed": result["config"]["seed"], "metric": m["name"], "value": m["value"],
-                         "ci_low": m["ci_low"], "ci_high": m["ci_high"],
-                         "higher_is_better": m["higher_is_better"], "n": m["n"]})
-    return pd.DataFrame(rows)

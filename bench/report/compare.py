@@ -9,26 +9,20 @@ import numpy as np
 
 from bench.errors import BenchError
 from bench.paired import better_sign, paired_difference, per_input, statistic
-from bench.results import SCHEMA_VERSION, SUMMARY_KEYS, check_records, load_json
+from bench.results import SCHEMA_VERSION, Store, check_records, load_json, records_path
+from bench.results.identity import SETTINGS, setting, strategy_key
+from bench.results.store import finished_at
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOTHING_COMPARABLE = 0, 1, 3
 # passes:ci: a `worse` mark on passes (the paired test and the practical tolerance agree it is
 # beyond float noise) fails even when it is within 5%.
 DEFAULT_FAIL_ON = "passes:+5%,passes:ci,headline:ci"
-# What must match for two runs to be comparable. How the inputs were cut into batches or spread
-# over workers (batch_size, shards, executor) is left out: it changes no record (bench.run.cell's
-# VOLATILE fields excepted, which no metric reads).
-SETTINGS = ("model_id", "data_id", "seed", "limit", "temperature", "device", "dtype")
-DEFAULTS = {"device": "cpu", "dtype": "float32"}   # what a config without them ran on (bench.device)
 # The practical tolerance (docs/ci-gate.md): a difference no larger than this is float noise, never
 # better or worse. Records round floats to 6 decimals and another BLAS moves a sum of float32
 # log-probabilities in its last digits; a count (passes, boards) moves by 1/n >= 1e-3 per input.
 ABS_TOLERANCE, REL_TOLERANCE = 1e-6, 1e-6
 RUN_MARKS = ("missing", "new", "not comparable")
 METRIC_MARKS = ("within noise", "better", "worse", "missing", "new")
-# A JSON object holding any of these is a run summary, complete or not; other tools' files in a
-# results folder (estimator results: schema_version, task, estimator, ...) hold none of them.
-RUN_KEYS = tuple(k for k in SUMMARY_KEYS if k != "task") + ("records_file",)
 FAIL_ON_HELP = f"""Compare two sets of results (the CI regression gate).
 
 BASE and NEW are result folders or single result .json files. Runs are paired by task and
@@ -175,23 +169,6 @@ def run_problem(data, role):
     return problem or ("names a metric twice" if len(set(names)) != len(names) else None)
 
 
-def summaries_in(folder):
-    """((path, data) of each run summary under ``folder``, one line per .json there that is not
-    JSON or looks like a run summary but is not one). Other tools' JSON objects are skipped."""
-    found, problems = [], []
-    for path in sorted(Path(folder).rglob("*.json")):
-        data, why = load_json(path)
-        if why is None and isinstance(data, dict) and not any(k in data for k in RUN_KEYS):
-            continue
-        if why is None and not isinstance(data, dict):
-            why = f"holds a JSON {type(data).__name__}, not a result summary"
-        if why is None:
-            found.append((path, data))
-        else:
-            problems.append(f"{path} {why}")
-    return found, problems
-
-
 def read_file(path, role):
     """The one summary in the result file ``path``; BenchError when it cannot be compared."""
     data, why = load_json(path)
@@ -209,15 +186,13 @@ def read_folder(folder, role):
     """The summaries under ``folder``. A file that cannot be compared fails the gate on either
     side: the gate must not pass because its baseline went missing, nor because a NEW run that
     would fail it was cut short (a truncated summary) and so left out."""
-    found, problems = summaries_in(folder)
-    checked = [(path, data, run_problem(data, role)) for path, data in found]
-    problems += [f"{path} {why}" for path, _, why in checked if why]
+    checked, problems = Store(folder).scan(problem=lambda path, data: run_problem(data, role))
     if problems:
         fix = "refresh the baseline" if role == "BASE" else "remake those runs"
         where = f"the baseline {folder}" if role == "BASE" else f"NEW {folder}"
         raise BenchError(f"{len(problems)} file(s) in {where} cannot be compared: "
                          + "; ".join(problems) + f"; fix or remove them, or {fix}")
-    return [(path, data) for path, data, _ in checked]
+    return checked
 
 
 def read_results(path, role="NEW"):
@@ -229,35 +204,16 @@ def read_results(path, role="NEW"):
     newest = {}
     for file, data in read_file(path, role) if path.is_file() else read_folder(path, role):
         data["summary_path"], data["records_path"] = str(file), records_path(file, data)
-        key = (identity(data), tuple(settings(data).items()))
-        if key not in newest or finished(data) >= finished(newest[key]):
+        key = (strategy_key(data), tuple(settings(data).items()))
+        if key not in newest or finished_at(data) >= finished_at(newest[key]):
             newest[key] = data
     return list(newest.values())
-
-
-def records_path(summary_path, data):
-    """Where the run's records lie: beside its summary; None when the summary names none."""
-    name = data.get("records_file")
-    return str(Path(summary_path).parent / name) if isinstance(name, str) and name else None
-
-
-def finished(result):
-    provenance = result.get("provenance")
-    return str(provenance.get("finished_at", "")) if isinstance(provenance, dict) else ""
-
-
-def identity(result):
-    """What pairs two runs: task and the fully resolved strategy spec. Parameters left empty are
-    dropped (results before schema 1 wrote them: 'name:gamma=0.3,lam=1.0,estimator=')."""
-    name, _, params = result["config"]["strategy_spec"].partition(":")
-    kept = [pair for pair in params.split(",") if pair and not pair.endswith("=")]
-    return result["task"], f"{name}:{','.join(kept)}" if kept else name
 
 
 def settings(result):
     """What must match for two paired runs to be comparable."""
     return {"schema_version": result["schema_version"],
-            **{k: result["config"].get(k, DEFAULTS.get(k)) for k in SETTINGS}}
+            **{k: setting(result["config"], k) for k in SETTINGS}}
 
 
 def run_name(result):
@@ -268,9 +224,9 @@ def run_name(result):
 def pair_runs(base, new):
     """(base, new) pairs: equal settings first, then leftovers of the same identity; None = absent."""
     pairs = []
-    for ident in sorted({identity(r) for r in base + new}, key=str):
-        left = [r for r in base if identity(r) == ident]
-        right = [r for r in new if identity(r) == ident]
+    for ident in sorted({strategy_key(r) for r in base + new}, key=str):
+        left = [r for r in base if strategy_key(r) == ident]
+        right = [r for r in new if strategy_key(r) == ident]
         for b in list(left):
             match = next((n for n in right if settings(n) == settings(b)), None)
             if match is not None:
@@ -301,7 +257,7 @@ def check_directions(b, n):
 def missing_names(result):
     """The --allow-missing names of a BASE run: TASK/label, TASK/spec and TASK/resolved spec."""
     return {f"{result['task']}/{name}" for name in
-            (result.get("label"), result["config"]["strategy_spec"], identity(result)[1]) if isinstance(name, str)}
+            (result.get("label"), result["config"]["strategy_spec"], strategy_key(result)[1]) if isinstance(name, str)}
 
 
 def check_allow_missing(allowed, base):
@@ -322,7 +278,7 @@ def run_rows(b, n, limits, allowed=()):
         if missing_names(b) & set(allowed):
             return [Row(task, run, None, None, None, "missing", "in BASE only; allowed by --allow-missing")]
         return [Row(task, run, None, None, None, "missing", "REGRESSION: in BASE only (allow it with "
-                    f"--allow-missing {task}/{identity(b)[1]})", regression=True)]
+                    f"--allow-missing {task}/{strategy_key(b)[1]})", regression=True)]
     if b is None:
         return [Row(task, run, None, None, None, "new", "in NEW only")]
     if settings(b) != settings(n):
