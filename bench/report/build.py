@@ -56,7 +56,8 @@ def comparison_group(results):
 def write_tables(results, task, out_dir, verdicts):
     """table_<task> (every run), budgets_<task> (the headline: strategies x pass budgets),
     speedup_<task> and cost_<task> (every run's passes as users pay them) as .md, .csv and .tex, and
-    claims_<task>.md; returns the paths."""
+    claims_<task>.md; returns the paths. A table with no rows (no line reaches a budget, none is
+    tested for a speed-up) is not written: its header alone says nothing the claims do not."""
     tables = {f"table_{task}": (summary_rows(results), numeric_rows(results))}
     if verdicts is not None:
         tables[f"budgets_{task}"] = (budget_rows(verdicts), budget_rows(verdicts, numeric=True))
@@ -64,6 +65,8 @@ def write_tables(results, task, out_dir, verdicts):
         tables[f"cost_{task}"] = (cost_table(verdicts), cost_table(verdicts, numeric=True))
     paths = []
     for stem, (text_rows, number_rows) in tables.items():
+        if not text_rows[1]:   # (header, rows) without a row
+            continue
         for ext, text in (("md", markdown(*text_rows)), ("csv", csv_text(*number_rows)),
                           ("tex", latex(*text_rows))):
             paths.append(Path(out_dir) / f"{stem}.{ext}")
