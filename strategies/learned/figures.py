@@ -137,8 +137,8 @@ def report_learned(results_dir, out_dir, figures=True):
             paths += draw_curves(label, items, out_dir)
     table = Path(out_dir) / "learned_training.md"
     table.write_text("Held-out numbers of the training logs of the order policies the runs used (and the kept "
-                     "attempts at them) during "
-                     "training: the training data's held-out examples, not the benchmark's inputs; step 0 is the "
-                     "untrained initialisation. Reward is the task's `order_reward` (Sudoku: solved board; exact "
-                     "task: log p(x) - log q(x)); loglik_p is E_P[log p(x0 | order)] in nats.\n\n" + curve_table(found))
+                     "attempts at them) during training: the training data's held-out examples, not the benchmark's "
+                     "inputs; step 0 is the untrained initialisation. Reward is the task's `order_reward` (Sudoku: "
+                     "solved board; exact task: log p(x) - log q(x)); loglik_p is E_P[log p(x0 | order)] in nats.\n\n"
+                     + curve_table(found))
     return paths + [table]
