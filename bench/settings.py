@@ -3,7 +3,8 @@
 
 A task's ``tasks/<name>/presets.py`` calls ``register_task_settings``: the strategy specs of each
 preset tier it takes part in, its input limit per tier, and its verdict settings (the reference
-run, the pass budgets, the non-inferiority margin, which ablations apply). A strategy family's
+run, the pass budgets, the non-inferiority margin, which ablations apply); they are kept as a
+TaskSettings in the parts each reader takes (``tiers``, ``claims``, ``drawn``). A strategy family's
 ``presets.py`` (a package under ``strategies/``) calls ``register_ablation`` for each idea it
 must be credited against. ``bench`` itself names no task and no strategy.
 """
@@ -123,22 +124,66 @@ class SecondReference:
 
 
 @dataclass(frozen=True)
-class TaskSettings:
-    """One task's declaration: specs per tier, input limits per tier, verdict settings."""
-    task: str
+class Tiers:
+    """What `bench run` runs of a task (bench.presets, bench.run): its specs, input limits and seeds
+    per preset tier, whether it is the headline task, and its validation split."""
     specs: dict                                  # tier -> list of strategy specs
     limits: dict = field(default_factory=dict)   # tier -> number of inputs (absent: the full data)
-    verdicts: Verdicts | None = None
-    ablation_keys: tuple = ()
-    headline: bool = False                       # what `bench run` without --tasks or --preset runs
-    figure_references: tuple = ()                # strategy names drawn in grey in every family's panel
-    order_bounds: dict = field(default_factory=dict)   # metric -> lower end (None: undefined) for drawn orders
-    validation: Validation | None = None         # the split choices are made on (None: the task has none)
-    order_lower: dict = field(default_factory=dict)   # bounded metric -> the metric holding a run's lower estimate
-    calibration: BudgetCalibration | None = None   # the budget table's calibrated runs (None: interpolated)
     seeds: dict = field(default_factory=dict)    # tier -> the seeds it runs here (absent: the preset's)
-    external_model: bool = False                 # its model was trained elsewhere (bench.report.transfer)
+    headline: bool = False                       # what `bench run` without --tasks or --preset runs
+    validation: Validation | None = None         # the split the validation preset runs on (None: the task has none)
+
+
+@dataclass(frozen=True)
+class Claims:
+    """How the report concludes on a task (bench.report: verdicts, claims, transfer) and what
+    `bench calibrate` calibrates for its budget table."""
+    verdicts: Verdicts | None = None
+    ablation_keys: tuple = ()                    # keys of the registered Ablations that apply
+    calibration: BudgetCalibration | None = None   # the budget table's calibrated runs (None: interpolated)
     second_reference: SecondReference | None = None   # every claim also tested against a second reference
+    external_model: bool = False                 # its model was trained elsewhere (bench.report.transfer)
+
+
+@dataclass(frozen=True)
+class DrawnOrders:
+    """How the figures and claims read the metrics of runs that draw their order at random."""
+    bounds: dict = field(default_factory=dict)   # metric -> lower end (None: undefined) of its range
+    lower: dict = field(default_factory=dict)    # bounded metric -> the metric holding a run's lower estimate
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """One task's declaration, in the parts each reader takes: what runs (``tiers``), how the report
+    concludes (``claims``), how drawn orders' metrics are read (``drawn``), and the strategy names
+    drawn in grey in every family's panel (``figure_references``)."""
+    task: str
+    tiers: Tiers
+    claims: Claims = field(default_factory=Claims)
+    drawn: DrawnOrders = field(default_factory=DrawnOrders)
+    figure_references: tuple = ()
+
+    # The flat names bench/presets.py and bench/run/checks.py still read (being rewritten apart):
+    # read-only, to be removed once they read ``tiers``.
+    @property
+    def specs(self):
+        return self.tiers.specs
+
+    @property
+    def limits(self):
+        return self.tiers.limits
+
+    @property
+    def seeds(self):
+        return self.tiers.seeds
+
+    @property
+    def headline(self):
+        return self.tiers.headline
+
+    @property
+    def validation(self):
+        return self.tiers.validation
 
 
 def sweep(name, key, values, extra=""):
@@ -215,10 +260,11 @@ def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations
     if calibration is not None and (validation is None or verdicts is None):
         raise BenchError(f"task {task!r} declares a budget calibration without a validation split and verdicts; "
                          f"give validation= and verdicts= too")
-    settings = TaskSettings(task, dict(specs), dict(limits or {}), verdicts, tuple(ablations), headline,
-                            tuple(figure_references), dict(order_bounds or {}), validation, dict(order_lower or {}),
-                            calibration, {tier: tuple(s) for tier, s in (seeds or {}).items()}, external_model,
-                            second_reference)
+    tiers = Tiers(dict(specs), dict(limits or {}), {tier: tuple(s) for tier, s in (seeds or {}).items()}, headline,
+                  validation)
+    claims = Claims(verdicts, tuple(ablations), calibration, second_reference, external_model)
+    drawn = DrawnOrders(dict(order_bounds or {}), dict(order_lower or {}))
+    settings = TaskSettings(task, tiers, claims, drawn, tuple(figure_references))
     return claim("task settings", TASK_SETTINGS, task, settings, origin=caller_module())
 
 
@@ -232,10 +278,10 @@ def calibration_entries(path):
 def calibrated_specs(settings):
     """The specs ``settings``' budget calibration found within tolerance at its verdict budgets (its
     file; [] before `bench calibrate --budgets` has written it), each once, in the file's order."""
-    if settings is None or settings.calibration is None:
+    if settings is None or settings.claims.calibration is None:
         return []
-    found = calibration_entries(settings.calibration.file)
-    budgets = settings.verdicts.budgets
+    found = calibration_entries(settings.claims.calibration.file)
+    budgets = settings.claims.verdicts.budgets
     return list(dict.fromkeys(e["spec"] for e in found if e["within"] and e["budget"] in budgets))
 
 
@@ -254,12 +300,13 @@ def verdicts_for(task):
     """Task ``task``'s Verdicts with its ablations resolved, or None when it declares none. An
     ablation key no family registered is a one-line error naming the task and the keys known."""
     settings = task_settings(task)
-    if settings is None or settings.verdicts is None:
+    claims = settings.claims if settings is not None else Claims()
+    if claims.verdicts is None:
         return None
-    missing = [key for key in settings.ablation_keys if key not in ABLATIONS]
+    missing = [key for key in claims.ablation_keys if key not in ABLATIONS]
     if missing:
         raise BenchError(f"task {task!r} names ablations {', '.join(missing)} that no strategy family registers; "
                          f"registered: {', '.join(sorted(ABLATIONS)) or 'none'}")
-    ablations = tuple(ABLATIONS[key] for key in settings.ablation_keys)
-    v = settings.verdicts
-    return Verdicts(v.budgets, v.margin, v.reference, ablations, settings.calibration is not None)
+    ablations = tuple(ABLATIONS[key] for key in claims.ablation_keys)
+    v = claims.verdicts
+    return Verdicts(v.budgets, v.margin, v.reference, ablations, claims.calibration is not None)

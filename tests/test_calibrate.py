@@ -121,13 +121,13 @@ def test_each_tasks_calibrated_runs_are_in_its_default_and_paper_tiers_only(task
     from bench.presets import sweep_of
     from bench.settings import calibrated_specs, task_settings
     settings = task_settings(task)
-    entries = json.loads(Path(settings.calibration.file).read_text())["runs"]
+    entries = json.loads(Path(settings.claims.calibration.file).read_text())["runs"]
     found = calibrated_specs(settings)
     assert found and all(abs(e["passes"] / e["budget"] - 1) <= 0.02 for e in entries if e["within"])
-    assert {e["template"] for e in entries} <= {k.template for k in settings.calibration.knobs}
+    assert {e["template"] for e in entries} <= {k.template for k in settings.claims.calibration.knobs}
     default, paper = sweep_of(task, "default"), sweep_of(task, "paper")
     assert all(spec in default and spec in paper for spec in found)
-    assert sweep_of(task, "quick") == list(settings.specs["quick"])     # quick adds none
+    assert sweep_of(task, "quick") == list(settings.tiers.specs["quick"])     # quick adds none
 
 
 def test_a_calibration_needs_a_validation_split():

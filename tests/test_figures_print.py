@@ -113,7 +113,8 @@ def test_the_declared_drawn_orders_agree_with_every_preset_spec_s_samples():
     say what Strategy.samples() says, for every spec of every tier of every task."""
     from bench.registry import canonical, parse_strategy
     from bench.settings import all_task_settings, order_is_drawn
-    specs = {spec for settings in all_task_settings().values() for tier in settings.specs.values() for spec in tier}
+    specs = {spec for settings in all_task_settings().values() for tier in settings.tiers.specs.values()
+             for spec in tier}
     assert any(spec.startswith("learned:") and "mode=sample" in spec for spec in specs)
     for spec in sorted(specs):
         strategy = parse_strategy(spec)

@@ -275,3 +275,33 @@ def test_the_command_line_starts_without_model_code():
     assert "HEAVY []" in proc.stdout
     help_text = run_cli("--help")
     assert help_text.returncode == 0 and " mi " in help_text.stdout   # a plugin's subcommand is listed
+
+
+def test_run_and_report_import_each_other_nowhere():
+    """Issue 49: making runs (bench.run) and reading them (bench.report) share what a result is
+    through bench.results, never through each other."""
+    graph = import_graph()
+    crossing = sorted((name, other) for name, imports in graph.items() for other in imports
+                      for a, b in (("bench.run", "bench.report"), ("bench.report", "bench.run"))
+                      if (name == a or name.startswith(a + ".")) and (other == b or other.startswith(b + ".")))
+    assert not crossing, crossing
+
+
+def globbed_patterns(path):
+    """The string patterns ``path`` passes to glob/rglob calls (and to glob.glob)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("glob", "rglob", "iglob"):
+            found += [arg.value for arg in node.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+            found += [part.value for arg in node.args if isinstance(arg, ast.JoinedStr)
+                      for part in arg.values if isinstance(part, ast.Constant)]
+    return found
+
+
+def test_only_bench_results_lists_result_folders():
+    """Issue 49: one scanner of result folders. No module outside bench/results globs for result
+    files (.json summaries, .jsonl records); they go through bench.results.Store."""
+    listing = sorted(str(path.relative_to(ROOT)) for package in PACKAGES for path in (ROOT / package).rglob("*.py")
+                     if not path.is_relative_to(ROOT / "bench" / "results")
+                     and any(p.endswith((".json", ".jsonl")) or p.endswith("*.json*") for p in globbed_patterns(path)))
+    assert not listing, listing

@@ -15,9 +15,9 @@ from conftest import ROOT, run_cli
 def test_no_preset_runs_the_default_sweep_of_the_headline_task_on_all_data():
     (only,) = plan()
     declared = all_task_settings()["sudoku"]
-    assert declared.headline and (only.task, only.limit) == ("sudoku", None)
-    assert only.seeds == declared.seeds["default"] == (0, 1, 2)   # runs that draw nothing run seed 0 alone
-    assert only.specs == list(declared.specs["default"]) + calibrated_specs(declared)
+    assert declared.tiers.headline and (only.task, only.limit) == ("sudoku", None)
+    assert only.seeds == declared.tiers.seeds["default"] == (0, 1, 2)   # runs that draw nothing run seed 0 alone
+    assert only.specs == list(declared.tiers.specs["default"]) + calibrated_specs(declared)
 
 
 def test_ci_covers_every_family_and_task_on_few_inputs_and_paper_adds_seeds():
@@ -26,7 +26,7 @@ def test_ci_covers_every_family_and_task_on_few_inputs_and_paper_adds_seeds():
     model), on a few inputs, and .ci/gate_runs adds an ``hf:`` checkpoint."""
     load_plugins()
     ci = {p.task: p for p in plan("ci")}
-    quick_tasks = {name for name, s in all_task_settings().items() if "quick" in s.specs}
+    quick_tasks = {name for name, s in all_task_settings().items() if "quick" in s.tiers.specs}
     assert set(ci) == quick_tasks >= {"sudoku", "protein", "hmm", "hmm_mdm", "antibody"}
     assert unswept(STRATEGIES, "ci") == unswept(STRATEGIES, "quick")   # a family a task's quick tier runs
     assert all(p.seeds == (0,) and p.limit <= 200 for p in ci.values())
@@ -46,12 +46,12 @@ def test_tiers_nest_quick_in_every_family_and_default_in_paper():
     default runs only paper specs, on the paper's inputs (its committed results are a subset of the paper's):
     the full data, but for a task whose model is too slow for it on 2 cores (antibody: 48 test domains)."""
     for name, declared in all_task_settings().items():
-        paper, default, quick = (declared.specs[tier] for tier in ("paper", "default", "quick"))
+        paper, default, quick = (declared.tiers.specs[tier] for tier in ("paper", "default", "quick"))
         assert set(default) <= set(paper), name
         families = {spec.partition(":")[0] for spec in paper}
         assert families - {spec.partition(":")[0] for spec in quick} <= {"mi_oracle"}, name
-        assert declared.limits.get("default") == declared.limits.get("paper"), name
-        assert declared.limits.get("paper") is None or name == "antibody", name
+        assert declared.tiers.limits.get("default") == declared.tiers.limits.get("paper"), name
+        assert declared.tiers.limits.get("paper") is None or name == "antibody", name
     assert list(PRESETS) == ["quick", "default", "paper", "ci", "validation", "retrained"]
 
 
@@ -65,13 +65,38 @@ def test_a_task_declares_its_settings_once_and_names_known_tiers_and_ablations()
     assert isinstance(all_task_settings()["protein"], TaskSettings)
 
 
+def test_a_tasks_settings_keep_each_keyword_in_the_part_its_readers_take(toy_plugin):
+    from bench.settings import (
+        BudgetCalibration,
+        Claims,
+        DrawnOrders,
+        Knob,
+        SecondReference,
+        Tiers,
+        Validation,
+        Verdicts,
+    )
+    validation, verdicts = Validation(seed=3), Verdicts((8,), 0.1, "sequential")
+    calibration, second = BudgetCalibration((Knob("eb", "gamma", 1, 10),), "x.json"), SecondReference("a", "b", None)
+    s = register_task_settings("a_nested_task", {"default": ["eb"]}, limits={"default": 5}, seeds={"default": [1, 2]},
+                               headline=True, validation=validation, verdicts=verdicts, ablations=["eb_vs_topk"],
+                               calibration=calibration, second_reference=second, external_model=True,
+                               order_bounds={"kl": 0.0}, order_lower={"kl": "kl_low"}, figure_references=["eb"])
+    assert s.tiers == Tiers({"default": ["eb"]}, {"default": 5}, {"default": (1, 2)}, True, validation)
+    assert s.claims == Claims(verdicts, ("eb_vs_topk",), calibration, second, True)
+    assert s.drawn == DrawnOrders({"kl": 0.0}, {"kl": "kl_low"}) and s.figure_references == ("eb",)
+    # the flat names bench/presets.py and bench/run/checks.py read until they read ``tiers``
+    assert (s.specs, s.limits, s.seeds, s.headline, s.validation) == (
+        s.tiers.specs, s.tiers.limits, s.tiers.seeds, s.tiers.headline, s.tiers.validation)
+
+
 def test_every_task_runs_both_sides_of_its_remasking_ablations():
     """Each task's paper tier runs the re-masking samplers and the same rules without re-masking
     (ReMDM at eta 0; LLaDA's confidence order) at the same steps, so the ablations are tested."""
     from strategies.schedules.presets import REMASKING
     load_plugins()
     for name, declared in all_task_settings().items():
-        assert set(REMASKING) <= set(declared.ablation_keys), name
+        assert set(REMASKING) <= set(declared.claims.ablation_keys), name
         runs = [parse_strategy(spec) for spec in sweep_of(name, "paper")]
         for ablation in (a for a in verdicts_for(name).ablations if a.strategy in ("remdm", "rcr", "dplm")):
             sides = [[r for r in runs if r.name == strategy and all(getattr(r, k) == v for k, v in where.items())]
@@ -104,7 +129,7 @@ def test_every_preset_spec_parses_and_every_task_has_a_sweep():
     assert set(all_task_settings()) <= set(TASKS)
     assert sweep_of("a_task_just_added") == sorted(STRATEGIES)   # no sweep named: every strategy at its default
     for declared in all_task_settings().values():
-        for specs in declared.specs.values():
+        for specs in declared.tiers.specs.values():
             for spec in specs:
                 parse_strategy(spec)
     assert unswept(["sequential", "topk", "brand_new"]) == ["brand_new"]
@@ -116,7 +141,7 @@ def test_no_tier_names_one_run_twice():
     to distinct runs (the antibody paper tier once named the confidence order at 8 steps twice)."""
     load_plugins()
     for name, declared in all_task_settings().items():
-        for tier in declared.specs:
+        for tier in declared.tiers.specs:
             runs = [canonical(parse_strategy(spec)) for spec in sweep_of(name, tier)]
             twice = sorted({run for run in runs if runs.count(run) > 1})
             assert not twice, (name, tier, twice)

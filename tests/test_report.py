@@ -232,15 +232,49 @@ def test_a_task_without_settings_has_no_declared_reference():
     assert default_verdicts([Run(4.0), Run(50.0)]).reference is None
 
 
-def test_a_folder_of_one_tasks_runs_draws_only_that_tasks_learned_curves(tmp_path):
-    # issue 49: `bench report --results X` on one task's runs drew every shipped task's curves
+def copy_committed_run(pattern, folder, like=None):
+    """Copy the first committed Sudoku run whose summary matches ``pattern`` (with ``like``: the first
+    comparable with that summary) and its records into ``folder``/sudoku; its summary."""
     import shutil
 
+    from bench.report.build import comparison_key
+    for path in sorted(Path("results/sudoku").glob(pattern)):
+        summary = json.loads(path.read_text())
+        if like is None or comparison_key(summary) == comparison_key(like):
+            (folder / "sudoku").mkdir(parents=True, exist_ok=True)
+            for part in (path, path.with_suffix(".jsonl")):
+                shutil.copy(part, folder / "sudoku")
+            return summary
+    raise AssertionError(f"no committed run {pattern}")
+
+
+def test_a_report_without_learned_runs_draws_no_learned_curve_nor_an_empty_table(tmp_path):
+    # issue 49: a folder of one task drew every shipped task's learned curves, and wrote (and the
+    # page showed) a budget table of headers alone where no run reaches a budget
+    reference = copy_committed_run("sequential_order_confidence-seed0-*.json", tmp_path / "results")
+    copy_committed_run("topk_k_20_order_confidence-seed0-*.json", tmp_path / "results", like=reference)  # 3 passes
+    report(tmp_path / "results", tmp_path / "out")
+    written = {path.name for path in (tmp_path / "out").iterdir()}
+    assert not {name for name in written if name.startswith("learned")}, written
+    assert "claims_sudoku.md" in written and not {name for name in written if name.startswith("budgets_")}, written
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert 'id="sudoku-claims"' in page and 'id="sudoku-budgets"' not in page
+
+
+@pytest.mark.parametrize("pattern, policy_folder", [
+    ("learned_T_5_*mode_sample_seed_0_init_False-seed0-*.json", "sudoku"),
+    ("learned_T_10_*joint_order_policy_T10.pt_init_False-seed0-*.json", "sudoku joint")])
+def test_a_report_of_one_learned_run_draws_only_its_policys_curves(tmp_path, pattern, policy_folder):
+    # issue 49: one learned run drew the curves of every policy its task ships (elbo/, joint/, ...)
     from strategies.learned.figures import report_learned
-    (tmp_path / "results" / "sudoku").mkdir(parents=True)
-    for path in sorted(Path("results/sudoku").glob("learned_T_5_*-seed0-*"))[:2]:
-        shutil.copy(path, tmp_path / "results" / "sudoku")
-    table = report_learned(tmp_path / "results", tmp_path, figures=False)[-1].read_text()
-    labels = {line.split(" | ")[0].strip("| ") for line in table.splitlines()[4:] if line.startswith("|")}
-    assert labels and all(label.startswith("sudoku") for label in labels), labels
+    run_summary = copy_committed_run(pattern, tmp_path / "results")
+    paths = report_learned(tmp_path / "results", tmp_path)
+    budget = run_summary["config"]["strategy_params"]["T"]
+    stem = f"learned_curves_{policy_folder.replace(' ', '_')}"
+    assert {p.name for p in paths if p.suffix == ".png"} <= {f"{stem}.png", f"{stem}_attempts.png"}
+    assert f"{stem}.png" in {p.name for p in paths}
+    rows = [line.split(" | ") for line in paths[-1].read_text().splitlines()[4:] if line.startswith("|")]
+    shipped = {(row[0].strip("| "), row[1]) for row in rows if "attempts" not in row[0]}
+    assert shipped == {(policy_folder, f"order_policy_T{budget}.log")}, shipped
+    assert all(row[2] == str(budget) for row in rows)
     assert report_learned(tmp_path / "empty", tmp_path, figures=False) == []

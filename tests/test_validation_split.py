@@ -28,8 +28,8 @@ def test_a_task_without_a_validation_split_is_a_one_line_error_naming_those_with
     from dataclasses import replace
 
     from bench.settings import TASK_SETTINGS, all_task_settings
-    all_task_settings()
-    monkeypatch.setitem(TASK_SETTINGS, "protein", replace(TASK_SETTINGS["protein"], validation=None))
+    protein = all_task_settings()["protein"]
+    monkeypatch.setitem(TASK_SETTINGS, "protein", replace(protein, tiers=replace(protein.tiers, validation=None)))
     with pytest.raises(BenchError, match="declares no validation split; tasks with one: .*sudoku"):
         plan("validation", tasks="protein")
 

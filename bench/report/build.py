@@ -58,7 +58,8 @@ def comparison_group(results):
 def write_tables(results, task, out_dir, verdicts):
     """table_<task> (every run), budgets_<task> (the headline: strategies x pass budgets),
     speedup_<task> and cost_<task> (every run's passes as users pay them) as .md, .csv and .tex, and
-    claims_<task>.md; returns the paths."""
+    claims_<task>.md; returns the paths. A table with no rows (no line reaches a budget, none is
+    tested for a speed-up) is not written: its header alone says nothing the claims do not."""
     tables = {f"table_{task}": (summary_rows(results), numeric_rows(results))}
     if verdicts is not None:
         tables[f"budgets_{task}"] = (budget_rows(verdicts), budget_rows(verdicts, numeric=True))
@@ -66,6 +67,8 @@ def write_tables(results, task, out_dir, verdicts):
         tables[f"cost_{task}"] = (cost_table(verdicts), cost_table(verdicts, numeric=True))
     paths = []
     for stem, (text_rows, number_rows) in tables.items():
+        if not text_rows[1]:   # (header, rows) without a row
+            continue
         for ext, text in (("md", markdown(*text_rows)), ("csv", csv_text(*number_rows)),
                           ("tex", latex(*text_rows))):
             paths.append(Path(out_dir) / f"{stem}.{ext}")
@@ -162,11 +165,13 @@ def every_seed(group, results):
     return [r for r in results if seed_free_key(r) == seed_free_key(group[0])]
 
 
-def plugin_sections(results_dir, out_dir, figures=True):
+def plugin_sections(results_dir, out_dir, figures=True, folders=None):
     """Report sections plugins add (their ``figures`` modules, which import no model code); each
-    reads the runs of the Store of ``results_dir`` it is given."""
+    reads the runs of the Store of ``results_dir`` it is given (and of ``folders.retrained``, its
+    ``related`` Store, where given)."""
     load_plugins("figures")
-    store = Store(results_dir)
+    retrained = folders.retrained if folders is not None else None
+    store = Store(results_dir, related=[Store(retrained)] if retrained and Path(retrained).is_dir() else [])
     return {name: draw(store, out_dir, figures=figures) for name, draw in sorted(REPORTS.items())}
 
 
@@ -174,11 +179,12 @@ def write_all_tables(results_dir, out_dir, folders=None):
     """Every table `bench report` writes, without the figures; returns the paths. ``folders``
     (default: ``Folders.beside(results_dir)``) are where its validation and retrained runs are."""
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    groups = task_groups(folders or Folders.beside(results_dir))
+    folders = folders or Folders.beside(results_dir)
+    groups = task_groups(folders)
     paths = [p for task, (group, _, verdicts) in groups.items() for p in write_tables(group, task, out_dir, verdicts)]
     paths += write_ablations([verdicts for _, _, verdicts in groups.values()], out_dir)
     paths += write_denoiser_reports(results_dir, out_dir, {task: group for task, (group, _, _) in groups.items()})
-    return paths + [p for section in plugin_sections(results_dir, out_dir, figures=False).values() for p in section]
+    return paths + [p for section in plugin_sections(results_dir, out_dir, False, folders).values() for p in section]
 
 
 def write_ablations(verdicts, out_dir):
@@ -252,7 +258,8 @@ def report(results_dir, out_dir=None, docs_root=None, folders=None):
     check_writable(out_dir)
     os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
     skipped = []
-    groups = task_groups(folders or Folders.beside(results_dir), skipped=skipped)
+    folders = folders or Folders.beside(results_dir)
+    groups = task_groups(folders, skipped=skipped)
     styles = family_styles(r["strategy"] for group, _, _ in groups.values() for r in group)
     out_dir.mkdir(parents=True, exist_ok=True)
     drawn = []
@@ -266,7 +273,7 @@ def report(results_dir, out_dir=None, docs_root=None, folders=None):
         print(f"comparisons across tasks: {path.name} in {out_dir}")
     for path in write_denoiser_reports(results_dir, out_dir, {task: group for task, (group, _, _) in groups.items()}):
         print(f"fine-tuned denoisers: {path.name} in {out_dir}")
-    for name, paths in plugin_sections(results_dir, out_dir).items():
+    for name, paths in plugin_sections(results_dir, out_dir, True, folders).items():
         drawn += paths
         if paths:
             print(f"{name}: {', '.join(p.name for p in paths)} in {out_dir}")

@@ -165,7 +165,7 @@ def verdict_word(test, higher_is_better, bounded=False):
 def is_bounded(run, task):
     """Whether ``run`` draws its order and the task declares its headline only a bound for such a run."""
     settings = task_settings(task)
-    bounds = settings.order_bounds if settings is not None else {}
+    bounds = settings.drawn.bounds if settings is not None else {}
     summary = run.summary
     return summary["headline"] in bounds and order_is_drawn(summary["strategy"], summary["config"]["strategy_params"])
 

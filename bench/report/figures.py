@@ -84,7 +84,7 @@ class Panel:
 def split_runs(results, task, metric):
     """A Panel of ``results`` for ``metric`` under task ``task``'s ``order_bounds``."""
     settings = task_settings(task)
-    bounds = settings.order_bounds if settings is not None else {}
+    bounds = settings.drawn.bounds if settings is not None else {}
     without = [r for r in results if metric_of(r, metric) is None]   # a run that does not estimate it
     results = [r for r in results if r not in without]
     if metric not in bounds:

@@ -259,6 +259,12 @@ def claim_rows(v):
     return header, rows
 
 
+def table_section(anchor, title, table):
+    """[(anchor, title, HTML)] of a (header, rows) table, or [] where it has no row (`bench report`
+    writes no file for it either: build.write_tables)."""
+    return [(anchor, title, table_html(*table))] if table[1] else []
+
+
 def task_sections(task, group, left_out, verdicts):
     """[(anchor, title, HTML)] of one task's tables and claims, each from the rows its Markdown file holds."""
     runs_title = f"Every run (seed {group[0]['config']['seed']}, {len(group)} runs; table_{task}.md)"
@@ -266,13 +272,13 @@ def task_sections(task, group, left_out, verdicts):
     if verdicts is None:
         return runs
     v = verdicts
-    sections = [(f"{task}-budgets", f"Strategies x pass budgets (budgets_{task}.md)", table_html(*budget_rows(v))),
-                (f"{task}-speedup", f"Speed-up at {v.reference} quality (speedup_{task}.md)",
-                 table_html(*speedup_table(v))),
-                (f"{task}-claims", f"Claims: {v.family} p-values, one Holm family (claims_{task}.md)",
-                 table_html(*claim_rows(v)) + '<details><summary>the claims as sentences</summary>'
-                 + markdown_html(claims_markdown(v)) + "</details>"),
-                (f"{task}-cost", f"Cost: passes as users pay them (cost_{task}.md)", table_html(*cost_table(v)))]
+    sections = (table_section(f"{task}-budgets", f"Strategies x pass budgets (budgets_{task}.md)", budget_rows(v))
+                + table_section(f"{task}-speedup", f"Speed-up at {v.reference} quality (speedup_{task}.md)",
+                                speedup_table(v))
+                + [(f"{task}-claims", f"Claims: {v.family} p-values, one Holm family (claims_{task}.md)",
+                    table_html(*claim_rows(v)) + '<details><summary>the claims as sentences</summary>'
+                    + markdown_html(claims_markdown(v)) + "</details>")]
+                + table_section(f"{task}-cost", f"Cost: passes as users pay them (cost_{task}.md)", cost_table(v)))
     if v.choices is not None:
         sections.append((f"{task}-choices", f"Choices made on validation (choices_{task}.md)",
                          markdown_html(choices_markdown(v))))

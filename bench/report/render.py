@@ -423,7 +423,7 @@ def pooling_text(v):
 def references_paragraph(v):
     """What a claim on a task with a second reference sample must survive, or []."""
     settings = task_settings(v.task)
-    second = settings.second_reference if settings is not None else None
+    second = settings.claims.second_reference if settings is not None else None
     if second is None or not all(run.second is not None for run in v.runs):
         return []
     return [f"{v.headline} is measured against a reference sample, {second.first}; its intervals and p-values "

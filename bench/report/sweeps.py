@@ -8,7 +8,7 @@ def lower_estimate(result, metric):
     ``order_lower``), or None where the task declares none or the run has none."""
     from bench.settings import task_settings
     settings = task_settings(result["task"])
-    return metric_of(result, settings.order_lower.get(metric, "")) if settings is not None else None
+    return metric_of(result, settings.drawn.lower.get(metric, "")) if settings is not None else None
 
 
 def is_number(value):

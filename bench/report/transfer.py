@@ -86,7 +86,7 @@ def transfer_markdown(verdicts):
     """transfer.md's text ('' without an external task that shares a comparison with another)."""
     verdicts = [v for v in verdicts if v is not None]
     settings = all_task_settings()
-    external = [v for v in verdicts if settings.get(v.task) and settings[v.task].external_model]
+    external = [v for v in verdicts if settings.get(v.task) and settings[v.task].claims.external_model]
     by_name, out = {v.task: v for v in verdicts}, []
     for ext in external:
         rows, details = [], []

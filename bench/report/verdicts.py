@@ -84,7 +84,7 @@ def second_headline(result, records):
     """The PerInput of a run's headline against its task's second reference sample (``second_reference``
     in its settings), or None where the task has none or it does not apply to this run's data."""
     settings = task_settings(result["task"])
-    second = settings.second_reference if settings is not None else None
+    second = settings.claims.second_reference if settings is not None else None
     metric = second.metric(result) if second is not None else None
     return per_input(metric, records) if metric is not None else None
 
@@ -95,14 +95,14 @@ def lower_end(result, records, quality):
     holds one), else the declared lower end on every input; None for any other run."""
     settings = task_settings(result["task"])
     headline = result["headline"]
-    if (settings is None or settings.order_bounds.get(headline) is None
+    if (settings is None or settings.drawn.bounds.get(headline) is None
             or not order_is_drawn(result["strategy"], result["config"]["strategy_params"])):
         return None
     estimate = lower_estimate(result, headline)
     lower = per_input(estimate, records) if estimate is not None else None
     if lower is not None:
         return lower
-    floor = np.full(len(records), float(settings.order_bounds[headline]))
+    floor = np.full(len(records), float(settings.drawn.bounds[headline]))
     return PerInput(quality.name, "mean", [floor], quality.higher_is_better, {})
 
 

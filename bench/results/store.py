@@ -50,10 +50,12 @@ def records_problem(path, data):
 
 
 class Store:
-    """The result files under ``root`` (a folder, or one summary .json)."""
+    """The result files under ``root`` (a folder, or one summary .json); ``related``: the Stores a
+    report reads beside it (bench.report.build.plugin_sections)."""
 
-    def __init__(self, root):
+    def __init__(self, root, related=()):
         self.root = Path(root)
+        self.related = tuple(related)   # Stores of the same report (its retrained runs), for sections that read them
         self._records = None   # {records file name: path}, listed once (``records_of``)
         self._scanned = None   # the default scan, made once: a Store reads a folder as it was
 

@@ -174,9 +174,9 @@ def calibrate_budgets(task_name, validation_dir, only=None, progress=print):
     from bench.results import Store
     from bench.settings import task_settings
     settings = task_settings(task_name)
-    if settings is None or settings.calibration is None:
+    if settings is None or settings.claims.calibration is None:
         raise BenchError(f"task {task_name!r} declares no budget calibration (bench.settings.BudgetCalibration)")
-    cal = settings.calibration
+    cal = settings.claims.calibration
     plan = validation_plan(task_name, settings, limit=cal.limit)
     task = make_task(task_name, data=plan.data)
     model, eval_set = task.load_model(), task.eval_set(plan.limit, plan.seeds[0])
@@ -187,7 +187,7 @@ def calibrate_budgets(task_name, validation_dir, only=None, progress=print):
     entries = [e for e in calibration_entries(cal.file) if (e["template"] not in only if only else e["within"])]
     for knob in (k for k in cal.knobs if not only or k.template in only):
         measure = passes_measure(task, model, eval_set, knob.template, knob.knob, plan.seeds[0])
-        for budget in settings.verdicts.budgets:
+        for budget in settings.claims.verdicts.budgets:
             if any(e["template"] == knob.template and e["budget"] == budget and e["within"] for e in entries):
                 continue     # found by an earlier call: kept
             start = time.perf_counter()

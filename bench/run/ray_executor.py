@@ -290,6 +290,8 @@ def task_groups(loaded, args, where):
     for task, task_plan, strategies, model, eval_sets in loaded:
         for seed in task_plan.seeds:
             chosen = seed_strategies(task, task_plan, strategies, seed)
+            if not chosen:   # no chosen strategy draws at random: this seed would print a header and an empty table
+                continue
             task_runs = TaskRuns(task, model, eval_sets[seed], chosen, seed, task_plan.limit, task_plan.data)
             runs = task_runs.runs(args, cells_on=where, share_first_pass=False)
             command = command_line(runs[0], args.data or task_plan.data, args.model, where) if runs else None

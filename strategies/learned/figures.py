@@ -1,10 +1,10 @@
-"""Learned-order training curves for `bench report`, read from the training logs (every
-tasks/*/weights/**/order_policy_T*.log and the kept attempts under .../attempts/): P's held-out
-log-likelihood and the task's reward of P's decodes (sampled and thresholded) against training
-steps, one line per budget T, and a Markdown table of the start and end of every curve (the
-jointly trained pairs of weights/joint/ and their frozen-denoiser counterparts included, each
-folder its own figure, its denoiser setting in the table). Imports
-no model code (`bench report` loads this module alone)."""
+"""Learned-order training curves for `bench report`, read from the training logs of the order
+policies the reported runs used (tasks/*/weights/**/order_policy_T*.log beside each policy, and
+the kept attempts under .../attempts/ at a used policy's budget): P's held-out log-likelihood and
+the task's reward of P's decodes (sampled and thresholded) against training steps, one line per
+budget T, and a Markdown table of the start and end of every curve (the jointly trained pairs of
+weights/joint/ and their frozen-denoiser counterparts included, each folder its own figure, its
+denoiser setting in the table). Imports no model code (`bench report` loads this module alone)."""
 import ast
 import re
 from pathlib import Path
@@ -40,21 +40,28 @@ def parse_log(path):
     return config, evals
 
 
-def training_logs(tasks_dir=TASKS_DIR, packages=None):
+def training_logs(tasks_dir=TASKS_DIR, policies=None):
     """{label: [(T, config, evals, log name)]} of every order-training log of the current format (its
     held-out lines carry ``reward_sample``): shipped policies and kept attempts (``attempts/``); only
-    those of the task ``packages`` (folder names under ``tasks_dir``) where given."""
+    the logs of the policy files ``policies`` (``used_policies``) where given."""
     found = {}
     for path in sorted(tasks_dir.glob("*/weights/**/order_policy_T*.log")) + sorted(
             tasks_dir.glob("*/weights/**/attempts/*.log")):
-        if packages is not None and path.relative_to(tasks_dir).parts[0] not in packages:
-            continue
         config, evals = parse_log(path)
         if config is None or not evals or "passes_sample" not in evals[0]:
+            continue
+        if policies is not None and policy_of_log(path, config) not in policies:
             continue
         label = str(path.parent.relative_to(tasks_dir)).replace("/weights", "").replace("/", " ")
         found.setdefault(label, []).append((config["T"], config, evals, path.name))
     return {label: sorted(items, key=lambda item: (item[0], item[3])) for label, items in found.items()}
+
+
+def policy_of_log(path, config):
+    """The policy file a training log trained: the one beside it at its budget T; a kept attempt's,
+    the one its attempts/ folder sits beside (the policy it was an attempt at)."""
+    folder = path.parent.parent if path.parent.name == "attempts" else path.parent
+    return folder / f"order_policy_T{config['T']}.pt"
 
 
 def draw_curves(label, items, out_dir):
@@ -97,23 +104,28 @@ def curve_table(found):
     return "\n".join(lines) + "\n"
 
 
-def policy_packages(store, tasks_dir=TASKS_DIR):
-    """Task packages (folder names under ``tasks_dir``) holding an order policy that a learned run in
-    ``store`` used, matched by the policy's file id (``helper_ids``)."""
-    used = {(r["config"].get("helper_ids") or {}).get("order_policy") for r in store.runs(quiet=True)
-            if r.get("strategy") == "learned"} - {None}
+def used_policy_ids(store):
+    """The file ids (``helper_ids``) of the order policies the learned runs in ``store`` used, and
+    in the stores related to it (the retrained runs the same report reads)."""
+    return {(r["config"].get("helper_ids") or {}).get("order_policy") for each in (store, *store.related)
+            for r in each.runs(quiet=True) if r.get("strategy") == "learned"} - {None}
+
+
+def used_policies(store, tasks_dir=TASKS_DIR):
+    """The trained policy files under ``tasks_dir`` that learned runs in ``store`` used, matched by
+    file id; a run of an untrained ``_init`` policy counts as its trained twin's (its log's step 0)."""
+    used = used_policy_ids(store)
     if not used:
         return set()
-    return {path.relative_to(tasks_dir).parts[0] for path in tasks_dir.glob("*/weights/**/order_policy_T*.pt")
+    return {path.with_name(path.name.replace("_init", "")) for path in tasks_dir.glob("*/weights/**/order_policy_T*.pt")
             if sha256_of(path, "order policy", HELPER_LIMIT)[:12] in used}   # bench.checkpoints.file_id, torch-free
 
 
 @register_report("learned")
 def report_learned(store, out_dir, figures=True):
-    """reports/learned_training.md and, with ``figures``, learned_curves_<task>.png/pdf, of the task
-    packages whose policies the learned runs in ``store`` used (a folder of one task's runs
-    draws that task's curves only)."""
-    found = training_logs(packages=policy_packages(store))
+    """reports/learned_training.md and, with ``figures``, learned_curves_<folder>.png/pdf, of the order
+    policies the learned runs in ``store`` used (none without such runs: no table either)."""
+    found = training_logs(policies=used_policies(store))
     if not found:
         return []
     paths = []
@@ -121,8 +133,9 @@ def report_learned(store, out_dir, figures=True):
         for label, items in found.items():
             paths += draw_curves(label, items, out_dir)
     table = Path(out_dir) / "learned_training.md"
-    table.write_text("Held-out numbers of every order-training log (shipped policies and kept attempts) during "
-                     "training: the training data's held-out examples, not the benchmark's inputs; step 0 is the "
-                     "untrained initialisation. Reward is the task's `order_reward` (Sudoku: solved board; exact "
-                     "task: log p(x) - log q(x)); loglik_p is E_P[log p(x0 | order)] in nats.\n\n" + curve_table(found))
+    table.write_text("Held-out numbers of the training logs of the order policies the runs used (and the kept "
+                     "attempts at them) during training: the training data's held-out examples, not the benchmark's "
+                     "inputs; step 0 is the untrained initialisation. Reward is the task's `order_reward` (Sudoku: "
+                     "solved board; exact task: log p(x) - log q(x)); loglik_p is E_P[log p(x0 | order)] in nats.\n\n"
+                     + curve_table(found))
     return paths + [table]
