@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.power import TTestPower
 
+from bench.results import SCHEMA_VERSION, records_file_text, text_digest
 from tasks.antibody.power import detectable, domains_needed, load_runs, pair_sds, paired_power
 
 
@@ -20,13 +21,17 @@ def test_power_and_domains_needed_agree_with_statsmodels(sd):
 
 
 def write_run(folder, spec, values, passes, seed=0):
-    config = {"strategy_spec": spec, "data_id": "d", "limit": len(values), "seed": seed,
-              "task_options": {"data": "test"}}
+    """A complete run summary (as bench.results.Store reads one) with its records beside it."""
+    config = {"task": "antibody", "strategy_spec": spec, "data_id": "d", "model_id": "m", "limit": len(values),
+              "seed": seed, "task_options": {"data": "test"}}
+    records = [{"index": i, "passes": passes, "recovery": v, "species": "human"} for i, v in enumerate(values)]
+    text = records_file_text(config, records)
     stem = folder / f"{spec}-seed{seed}"
-    stem.with_suffix(".json").write_text(json.dumps({"config": config, "model": {"id": "m"}}))
-    stem.with_suffix(".jsonl").write_text("".join(json.dumps({"index": i, "passes": passes, "recovery": v,
-                                                              "species": "human"}) + "\n"
-                                                  for i, v in enumerate(values)))
+    summary = {"schema_version": SCHEMA_VERSION, "task": "antibody", "label": spec, "config": config, "metrics": [],
+               "model": {"id": "m"}, "provenance": {}, "n_samples": len(records),
+               "records_file": stem.with_suffix(".jsonl").name, "records_sha256": text_digest(text)}
+    stem.with_suffix(".json").write_text(json.dumps(summary))
+    stem.with_suffix(".jsonl").write_text(text)
 
 
 def test_the_sd_of_per_domain_differences_from_records(tmp_path):
