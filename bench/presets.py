@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from bench.errors import BenchError
 from bench.registry import STRATEGIES, TASKS, canonical, closest, load_plugins, lookup, parse_strategy, split_specs
+from bench.run import DEFAULT_OUT
 from bench.settings import SPLIT_TIER, all_task_settings, calibrated_specs, task_settings
 
 VALIDATION_OUT = "validation"   # where the validation preset writes unless --out says otherwise
@@ -71,12 +72,23 @@ PRESETS = {p.name: p for p in [
 
 @dataclass(frozen=True)
 class TaskPlan:
-    """One task of a run: its strategy specs, input limit and seeds."""
+    """One task of a run: its strategies, input limit, seeds and results folder.
+
+    ``strategies`` holds a (label, Strategy) per run: the spec as written and the strategy it names,
+    parsed once here and bound once to the task's model (bench.run.checks.prepare), so that the
+    executors never parse a spec again. Each TaskPlan has strategies of its own: binding one
+    loads helpers of its task."""
     task: str
-    specs: list
+    strategies: tuple
     limit: int | None
     seeds: tuple
     data: str | None = None   # the task's input file (None: its default)
+    out: str = DEFAULT_OUT    # the results folder, a preset's own where --out was left at its default
+
+    @property
+    def specs(self):
+        """The runs' specs, as written."""
+        return [label for label, _ in self.strategies]
 
 
 def get_preset(name):
@@ -90,26 +102,53 @@ CALIBRATED_TIERS = ("default", "paper")   # the tiers that run a task's calibrat
 
 
 def sweep_of(task_name, tier="default"):
-    """The specs tier ``tier`` runs on a task: what the task declares for it (with, in
-    CALIBRATED_TIERS, the runs its budget calibration found), or for a task that declares nothing
-    there (a task folder just added) every registered strategy at its default spec."""
+    """The specs tier ``tier`` runs on a task, as written (``sweep_runs``)."""
+    return [spec for spec, _ in sweep_runs(task_name, tier)]
+
+
+def sweep_runs(task_name, tier="default"):
+    """(spec, strategy) of each run tier ``tier`` runs on a task: what the task declares for it
+    (with, in CALIBRATED_TIERS, the runs its budget calibration found), or for a task that declares
+    nothing there (a task folder just added) every registered strategy at its default spec."""
     settings = task_settings(task_name)
-    if settings is not None and tier in settings.specs:
+    if settings is not None and tier in settings.tiers.specs:
         extra = calibrated_specs(settings) if tier in CALIBRATED_TIERS else []
-        return distinct_runs(list(settings.specs[tier]) + extra)
+        return distinct_runs(list(settings.tiers.specs[tier]) + extra)
     load_plugins()
-    return sorted(STRATEGIES)
+    return named_runs(sorted(STRATEGIES))
 
 
 def distinct_runs(specs):
-    """``specs`` with each run once, in its first spelling: a calibrated run can land on a grid
-    point whose parameters are written in another order, and `bench run` refuses a list that
-    names one run twice."""
+    """(spec, strategy) of each run of ``specs`` once, in its first spelling: a calibrated run can
+    land on a grid point whose parameters are written in another order, and `bench run` refuses a
+    list that names one run twice."""
     load_plugins()
     first = {}
     for spec in specs:
-        first.setdefault(canonical(parse_strategy(spec)), spec)
+        strategy = parse_strategy(spec)
+        first.setdefault(canonical(strategy), (spec, strategy))
     return list(first.values())
+
+
+def named_runs(specs):
+    """(spec, strategy) per spec named on the command line; a one-line error where two specs name
+    the same run (a preset's duplicates are dropped instead: ``distinct_runs``)."""
+    parsed, seen = [], {}
+    for spec in specs:
+        strategy = parse_strategy(spec)
+        if canonical(strategy) in seen:
+            raise BenchError(f"strategies {seen[canonical(strategy)]!r} and {spec!r} are the same run "
+                             f"({canonical(strategy)}); name it once")
+        seen[canonical(strategy)] = spec
+        parsed.append((spec, strategy))
+    return parsed
+
+
+def results_folder(preset_name, out):
+    """Where a run writes: ``out`` (--out), or where that is left at its default, the preset's own
+    folder (validation, retrained): their runs never mix with the test runs the claims are made from."""
+    own = get_preset(preset_name).out if preset_name else ""
+    return own if own and out == DEFAULT_OUT else out
 
 
 def preset_tasks(preset):
@@ -119,10 +158,10 @@ def preset_tasks(preset):
     declares specs)."""
     settings = all_task_settings()
     if preset.split == "validation":
-        return sorted((name for name, s in settings.items() if s.validation),
-                      key=lambda name: not settings[name].headline)
+        return sorted((name for name, s in settings.items() if s.tiers.validation),
+                      key=lambda name: not settings[name].tiers.headline)
     declared = sorted((name for name, s in settings.items() if preset.name in s.specs),
-                      key=lambda name: not settings[name].headline)
+                      key=lambda name: not settings[name].tiers.headline)
     if not preset.any_task:
         return declared
     load_plugins()
@@ -131,14 +170,14 @@ def preset_tasks(preset):
 
 def headline_tasks():
     """What `bench run` without --preset or --tasks runs: the tasks whose settings say headline."""
-    chosen = [name for name, s in all_task_settings().items() if s.headline]
+    chosen = [name for name, s in all_task_settings().items() if s.tiers.headline]
     if chosen:
         return chosen
     load_plugins()
     return sorted(TASKS)
 
 
-def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None):
+def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None, *, out=DEFAULT_OUT):
     """Resolve a preset and command-line overrides into one TaskPlan per task.
 
     Args:
@@ -148,6 +187,7 @@ def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None):
         limit: number of inputs overriding the preset's limits.
         seed: one seed overriding the preset's seeds (``strategies`` without a preset: that seed,
             default 0, never a tier's seeds).
+        out: --out (the preset's own folder replaces its default: ``results_folder``).
 
     Returns:
         A list of TaskPlan, in the order the tasks were named.
@@ -156,41 +196,42 @@ def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None):
     names = split_specs(tasks) if tasks else (preset_tasks(preset) if preset_name else headline_tasks())
     if limit is not None and limit < 1:
         raise BenchError(f"--limit must be at least 1, got {limit}")
-    plans = []
+    plans, folder = [], results_folder(preset_name, out)
     for name in names:
         lookup("task", name, TASKS)
         settings = task_settings(name)
         if preset.split == "validation":
-            plans.append(validation_plan(name, settings, strategies, limit, seed))
+            plans.append(validation_plan(name, settings, strategies, limit, seed, out=folder))
             continue
-        declared = settings is not None and preset.name in settings.specs
+        declared = settings is not None and preset.name in settings.tiers.specs
         if strategies is None and not declared and not preset.any_task:
             raise BenchError(f"preset {preset.name!r} has no strategies for task {name!r}; "
                              f"give --strategies or one of its tasks: {', '.join(preset_tasks(preset))}")
-        specs = split_specs(strategies) if strategies else sweep_of(name, preset.name)
-        task_limit = limit if limit is not None else (settings.limits.get(preset.name) if settings else None)
-        seeds = (seed,) if seed is not None else (settings.seeds.get(preset.name, preset.seeds) if settings
+        # parsed per task: a strategy bound to one task's model holds that task's helpers
+        runs = named_runs(split_specs(strategies)) if strategies else sweep_runs(name, preset.name)
+        task_limit = limit if limit is not None else (settings.tiers.limits.get(preset.name) if settings else None)
+        seeds = (seed,) if seed is not None else (settings.tiers.seeds.get(preset.name, preset.seeds) if settings
                                                   else preset.seeds)
         if strategies and preset_name is None:   # runs named on the command line: the seed asked for, 0 by default
             seeds = (seed if seed is not None else 0,)
-        plans.append(TaskPlan(name, specs, task_limit, seeds))
+        plans.append(TaskPlan(name, tuple(runs), task_limit, seeds, out=folder))
     return plans
 
 
-def validation_plan(name, settings, strategies=None, limit=None, seed=None):
+def validation_plan(name, settings, strategies=None, limit=None, seed=None, *, out=VALIDATION_OUT):
     """The TaskPlan of task ``name`` on its validation split: its default specs (or ``strategies``)
-    on its Validation's data, limit and seed (the arguments override the last two)."""
-    split = settings and settings.validation
+    on its Validation's data, limit and seed (the arguments override the last two), into ``out``."""
+    split = settings and settings.tiers.validation
     if not split:
-        with_split = [n for n, s in all_task_settings().items() if s.validation]
+        with_split = [n for n, s in all_task_settings().items() if s.tiers.validation]
         raise BenchError(f"task {name!r} declares no validation split; tasks with one: "
                          f"{', '.join(with_split) or 'none'}")
-    specs = split_specs(strategies) if strategies else sweep_of(name, SPLIT_TIER)
-    return TaskPlan(name, specs, limit if limit is not None else split.limit,
-                    (seed,) if seed is not None else (split.seed,), split.data)
+    runs = named_runs(split_specs(strategies)) if strategies else sweep_runs(name, SPLIT_TIER)
+    return TaskPlan(name, tuple(runs), limit if limit is not None else split.limit,
+                    (seed,) if seed is not None else (split.seed,), split.data, out)
 
 
 def unswept(registered, tier="paper"):
     """Registered strategy names that no task's ``tier`` specs run."""
-    swept = {spec.partition(":")[0] for s in all_task_settings().values() for spec in s.specs.get(tier, ())}
+    swept = {spec.partition(":")[0] for s in all_task_settings().values() for spec in s.tiers.specs.get(tier, ())}
     return sorted(set(registered) - swept)

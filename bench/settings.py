@@ -163,28 +163,6 @@ class TaskSettings:
     drawn: DrawnOrders = field(default_factory=DrawnOrders)
     figure_references: tuple = ()
 
-    # The flat names bench/presets.py and bench/run/checks.py still read (being rewritten apart):
-    # read-only, to be removed once they read ``tiers``.
-    @property
-    def specs(self):
-        return self.tiers.specs
-
-    @property
-    def limits(self):
-        return self.tiers.limits
-
-    @property
-    def seeds(self):
-        return self.tiers.seeds
-
-    @property
-    def headline(self):
-        return self.tiers.headline
-
-    @property
-    def validation(self):
-        return self.tiers.validation
-
 
 def sweep(name, key, values, extra=""):
     """['name:key=v1extra', ...]: one strategy over values of its swept parameter."""

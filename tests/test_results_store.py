@@ -89,7 +89,7 @@ def test_migrate_leaves_a_damaged_run_as_it_is(tmp_path):
     assert {p: p.read_bytes() for p in tmp_path.rglob("*.json*")} == before
 
 
-def test_a_report_lists_a_run_held_in_two_files_once(tmp_path):
+def test_a_report_lists_a_run_held_in_two_files_once(tmp_path, no_figures):
     """One run in two files (made at two batch sizes, the older named with its batch size): the
     report keeps the newer, names the other, and its claims pool no seeds that are not there."""
     run_sudoku(tmp_path / "results", "--batch-size", 4)

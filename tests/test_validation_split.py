@@ -1,15 +1,13 @@
 """Choices made on a validation split, confirmed on test: the `validation` preset's plans and
 folder, and `bench report` testing on test only the runs and line pairs validation chose."""
-import argparse
 import csv
 import json
 
 import pytest
 
 from bench.errors import BenchError
-from bench.presets import VALIDATION_OUT, plan, sweep_of
+from bench.presets import VALIDATION_OUT, plan, results_folder, sweep_of
 from bench.report import write_all_tables
-from bench.run.local import split_out
 from tests.test_report import RUNS, run, with_records
 
 # a top-k run that reaches 8 passes, where the eb line also does: the budget's lead has two lines
@@ -49,7 +47,8 @@ def test_the_protein_validation_split_reads_reference_b_which_shares_no_sequence
                                                  ("retrained", "/tmp/r", "/tmp/r"),
                                                  ("default", "results", "results"), (None, "results", "results")])
 def test_validation_runs_go_to_their_own_folder_unless_out_is_given(preset, out, expected):
-    assert split_out(argparse.Namespace(preset=preset, out=out)) == expected
+    assert results_folder(preset, out) == expected
+    assert plan(preset, tasks="sudoku", strategies="sequential", out=out)[0].out == expected
 
 
 def test_the_validation_puzzles_share_no_grid_with_the_test_puzzles():

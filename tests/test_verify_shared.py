@@ -65,9 +65,10 @@ def args_for(out):
     return SimpleNamespace(batch_size=BATCH, out=str(out), verify=VERIFY, data=None, model=None)
 
 
-def task_runs_of(hmm, specs):
-    task, model, eval_set = hmm
-    return TaskRuns(task, model, eval_set, [(spec, parse_strategy(spec)) for spec in specs], 0, LIMIT)
+def task_runs_of(hmm, specs, out):
+    """The TaskRuns `bench run` makes of ``specs``: their strategies bound (bench.run.checks.prepare)."""
+    runs = [bound_run(hmm, spec) for spec in specs]
+    return TaskRuns(*hmm[:3], [(run.label, run.strategy) for run in runs], 0, LIMIT, str(out))
 
 
 def count_calls(monkeypatch, model):
@@ -94,7 +95,7 @@ def test_verifying_several_runs_makes_one_forward_call_a_pass(hmm, tmp_path, mon
     specs = ["topk:k=8", "schedule", "remdm:steps=8", "klass"]
     make_complete(hmm, tmp_path, specs)
     calls = count_calls(monkeypatch, hmm[1])
-    run_task(task_runs_of(hmm, specs), args_for(tmp_path))
+    run_task(task_runs_of(hmm, specs, tmp_path), args_for(tmp_path))
     passes = verify_passes(tmp_path, specs)
     assert len(passes) == len(specs)
     assert len(calls) == max(passes) < sum(passes) - (len(specs) - 1)
@@ -126,7 +127,7 @@ def test_a_run_that_does_not_reproduce_is_named_with_its_remake_command(hmm, tmp
     write_text_atomic(summary_path, json.dumps(summary, indent=1))
     capsys.readouterr()
     with pytest.raises(BenchError, match=r"^klass: the stored result does not reproduce \(input 5: passes") as err:
-        run_task(task_runs_of(hmm, specs), args_for(tmp_path))
+        run_task(task_runs_of(hmm, specs, tmp_path), args_for(tmp_path))
     assert f"remake it with: rm {summary_path} {records_path} && " in str(err.value)
     assert "--strategies klass" in str(err.value)
     assert "  topk:k=8: complete already" in capsys.readouterr().err   # the run before it was checked
@@ -141,7 +142,7 @@ def test_the_plan_prices_verifications_at_the_shared_shape(hmm, tmp_path, monkey
         shapes.append(rows)
         return 1e-3
     monkeypatch.setattr("bench.run.plan.forward_row_seconds", timed)
-    estimates = plan_task(task_runs_of(hmm, specs + ["topk:k=4"]), args_for(tmp_path))
+    estimates = plan_task(task_runs_of(hmm, specs + ["topk:k=4"], tmp_path), args_for(tmp_path))
     assert [e.label for e in estimates] == [f"{s} (verify)" for s in specs] + ["topk:k=4"]
     shared = min(VERIFY * len(specs), SHARED_ROWS)
     assert sorted(set(shapes)) == sorted({shared, BATCH})

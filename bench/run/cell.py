@@ -101,22 +101,24 @@ class Run:
 
 @dataclass
 class TaskRuns:
-    """The runs of one task and seed in one `bench run`: its model, inputs and (label, strategy)s."""
+    """The runs of one task and seed in one `bench run`: its model, inputs, (label, strategy)s
+    (bound to the model) and the results folder its plan resolved (bench.presets.TaskPlan.out)."""
     task: Task
     model: object
     eval_set: object
     strategies: list
     seed: int
     limit: int | None
+    out: str
     data: str | None = None   # the input file the plan named (a validation split), for the recorded command
 
     def runs(self, args, cells_on=None, share_first_pass=True):
-        """A Run per strategy, with the command line's batch size, --out and --verify; they share
-        one FirstPasses (every strategy starts from the same states) unless ``share_first_pass`` is
+        """A Run per strategy, with the command line's batch size and --verify; they share one
+        FirstPasses (every strategy starts from the same states) unless ``share_first_pass`` is
         False (the Ray executor's cells run in other processes)."""
         shared = FirstPasses(self.model) if share_first_pass else None
         return [Run(self.task, self.model, self.eval_set, strategy, label, self.seed, self.limit,
-                    batch_size=args.batch_size, out=args.out, verify=args.verify, cells_on=cells_on,
+                    batch_size=args.batch_size, out=self.out, verify=args.verify, cells_on=cells_on,
                     first_passes=shared, executor=getattr(args, "executor", "local"))
                 for label, strategy in self.strategies]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from bench.device import place
 from bench.errors import BenchError
 from bench.models import is_import_spec, load_model, probe
-from bench.registry import canonical, make_task, parse_strategy, split_specs
+from bench.registry import make_task, split_specs
 
 SEED_MAX = 2 ** 32 - 1  # numpy's and torch's generators take seeds in [0, 2**32) on every platform
 
@@ -43,19 +43,6 @@ def check_executor(args):
     if args.executor == "ray" and getattr(args, "temperature", None) is not None:
         # Ray cells rebuild their task from its name and options, which do not carry a temperature
         raise BenchError("--temperature runs with --executor local only")
-
-
-def parse_specs(specs):
-    """(label, strategy) per spec; a one-line error where two specs name the same run."""
-    parsed, seen = [], {}
-    for spec in specs:
-        strategy = parse_strategy(spec)
-        if canonical(strategy) in seen:
-            raise BenchError(f"strategies {seen[canonical(strategy)]!r} and {spec!r} are the same run "
-                             f"({canonical(strategy)}); name it once")
-        seen[canonical(strategy)] = spec
-        parsed.append((spec, strategy))
-    return parsed
 
 
 def check_out_dir(out, task_names):
@@ -122,7 +109,7 @@ def check_split_data(preset, task_names, data):
         return
     for name in split_specs(task_names or ""):
         settings = task_settings(name)
-        split = settings.validation if settings is not None else None
+        split = settings.tiers.validation if settings is not None else None
         if split is None or split.data is None:
             continue
         same = same_data(data, split.data)
@@ -153,17 +140,19 @@ def make_tasks(task_names, data, model, plan_data=None):
     return tasks
 
 
-def prepare(task, strategies, task_plan, model_arg=None, where=None):
-    """(model, {seed: inputs}) of one task, with every strategy's helpers loaded: a bad data file,
-    model or helper, or a model that lacks what a strategy needs (one forward pass on one input
-    checks it), is an error before any decoding. The model runs on ``where`` (a Placement)."""
+def prepare(task, task_plan, model_arg=None, where=None):
+    """(model, {seed: inputs}) of one task, with every strategy of its plan bound to the model
+    (helpers loaded): a bad data file, model or helper, or a model that lacks what a strategy needs
+    (one forward pass on one input checks it), is an error before any decoding. The model runs on
+    ``where`` (a Placement)."""
+    strategies = [strategy for _, strategy in task_plan.strategies]
     eval_sets = {seed: task.eval_set(task_plan.limit, seed) for seed in task_plan.seeds}  # data first: cheaper
     model = place(load_model(task, model_arg), where)
-    probe(model, [strategy for _, strategy in strategies], next(iter(eval_sets.values())), model_name(task, model))
-    for _, strategy in strategies:
+    probe(model, strategies, next(iter(eval_sets.values())), model_name(task, model))
+    for strategy in strategies:
         for protocol in strategy.requires:
             protocol.check(task, f"strategy {strategy.name}")
-        strategy.bind(task, model)
+        strategy.bind(task, model)   # the only bind of the command: every seed's runs share it
     return model, eval_sets
 
 

@@ -9,7 +9,6 @@ import time
 from bench.device import model_placement, placement
 from bench.errors import BenchError
 from bench.presets import get_preset, plan
-from bench.run import DEFAULT_OUT
 from bench.run.cell import (
     TaskRuns,
     command_line,
@@ -26,7 +25,6 @@ from bench.run.checks import (
     check_out_dir,
     check_split_data,
     make_tasks,
-    parse_specs,
     prepare,
     set_temperature,
 )
@@ -35,20 +33,19 @@ from bench.run.verify import draws_randomly, verify_run, verify_runs
 
 
 def load_tasks(args, where=None):
-    """(task, its plan, its (label, strategy)s, its model, {seed: inputs}) of every task of the
-    command, after every check (specs, --out, data, models, helpers); models placed on ``where``."""
-    plans = plan(args.preset, args.tasks, args.strategies, args.limit, args.seed)
+    """(task, its plan, its model, {seed: inputs}) of every task of the command, after every check
+    (specs, --out, data, models, helpers); each plan's strategies bound to its model, placed on
+    ``where``. ``args`` is only read: what it resolves to (specs, --out) is in the plans."""
+    plans = plan(args.preset, args.tasks, args.strategies, args.limit, args.seed, out=args.out)
     check_split_data(get_preset(args.preset or "default"), ",".join(p.task for p in plans), args.data)
-    args.out = split_out(args)
     tasks = set_temperature(make_tasks(",".join(p.task for p in plans), args.data, args.model,
                                        {p.task: p.data for p in plans}), getattr(args, "temperature", None))
-    parsed = [parse_specs(p.specs) for p in plans]
-    check_out_dir(args.out, [task.name for task in tasks])
-    loaded = [prepare(task, strategies, p, args.model, where) for task, strategies, p in zip(tasks, parsed, plans)]
+    for task_plan in plans:
+        check_out_dir(task_plan.out, [task_plan.task])
+    loaded = [prepare(task, p, args.model, where) for task, p in zip(tasks, plans)]
     for task, (_, eval_sets) in zip(tasks, loaded):
         check_limit(task, args.limit, eval_sets)
-    return [(task, p, strategies, model, eval_sets)
-            for task, p, strategies, (model, eval_sets) in zip(tasks, plans, parsed, loaded)]
+    return [(task, p, model, eval_sets) for task, p, (model, eval_sets) in zip(tasks, plans, loaded)]
 
 
 def check_limit(task, limit, eval_sets):
@@ -61,34 +58,31 @@ def check_limit(task, limit, eval_sets):
                          f"give --limit {held} or less (or leave it out for all {held})")
 
 
-def split_out(args):
-    """--out, or where it is left at its default, the preset's own folder (validation, retrained):
-    their runs never mix with the test runs the claims are made from."""
-    own = get_preset(args.preset).out if args.preset else ""
-    return own if own and args.out == DEFAULT_OUT else args.out
-
-
 def prepare_runs(args):
     """Every TaskRuns of the command, after every check (numbers, specs, --out, data, models,
     helpers): nothing is decoded before all of it passed."""
     check_arguments(args)
     check_executor(args)
     runs = []
-    for task, task_plan, strategies, model, eval_sets in load_tasks(args, placement(args.device, args.dtype)):
+    for task, task_plan, model, eval_sets in load_tasks(args, placement(args.device, args.dtype)):
         for seed in task_plan.seeds:
-            runs.append(TaskRuns(task, model, eval_sets[seed], seed_strategies(task, task_plan, strategies, seed),
-                                 seed, task_plan.limit, task_plan.data))
+            chosen = seed_strategies(task, task_plan, seed)
+            if chosen:   # a seed under which nothing draws would print a plan, a header and an empty table
+                runs.append(TaskRuns(task, model, eval_sets[seed], chosen, seed, task_plan.limit, task_plan.out,
+                                     task_plan.data))
     return runs
 
 
-def seed_strategies(task, task_plan, strategies, seed):
-    """The strategies that run under ``seed``: all under the plan's first seed, under the others
-    only those that draw random numbers (one that draws nothing would repeat its first seed's records)."""
-    return [s for s in strategies if seed == task_plan.seeds[0] or draws_randomly(task, s[1])]
+def seed_strategies(task, task_plan, seed):
+    """The (label, strategy)s of the plan that run under ``seed``: all under its first seed, under
+    the others only those that draw random numbers (one that draws nothing would repeat its first
+    seed's records)."""
+    return [s for s in task_plan.strategies if seed == task_plan.seeds[0] or draws_randomly(task, s[1])]
 
 
 def run_one(run):
-    """Run (or resume, or find complete and verify) one run cell; returns its summary."""
+    """Run (or resume, or find complete and verify) one run cell made outside `bench run` (its
+    strategy not bound yet); returns its summary."""
     run.strategy.bind(run.task, run.model)  # strategies with trained helpers or probing load them here
     return run_bound(run)
 
@@ -135,9 +129,8 @@ def run_task(task_runs, args):
     decoded (or found complete by then, another process having made them, and verified alone)."""
     where = model_placement(task_runs.model)
     print_task_start(task_runs, where)
-    runs = task_runs.runs(args)
+    runs = task_runs.runs(args)   # their strategies bound when the task was loaded (bench.run.checks.prepare)
     for run in runs:
         run.command = command_line(run, args.data or task_runs.data, args.model, where)
-        run.strategy.bind(run.task, run.model)  # strategies with trained helpers or probing load them here
     verified = verify_complete(runs)
-    print_task_end(task_runs, [verified.get(id(run)) or run_bound(run) for run in runs], args.out)
+    print_task_end(task_runs, [verified.get(id(run)) or run_bound(run) for run in runs], task_runs.out)

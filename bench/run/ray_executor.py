@@ -287,12 +287,13 @@ class Driver:
 def task_groups(loaded, args, where):
     """(TaskRuns, its RayRuns) of every task and seed of ``loaded`` (bench.run.local.load_tasks)."""
     groups = []
-    for task, task_plan, strategies, model, eval_sets in loaded:
+    for task, task_plan, model, eval_sets in loaded:
         for seed in task_plan.seeds:
-            chosen = seed_strategies(task, task_plan, strategies, seed)
+            chosen = seed_strategies(task, task_plan, seed)
             if not chosen:   # no chosen strategy draws at random: this seed would print a header and an empty table
                 continue
-            task_runs = TaskRuns(task, model, eval_sets[seed], chosen, seed, task_plan.limit, task_plan.data)
+            task_runs = TaskRuns(task, model, eval_sets[seed], chosen, seed, task_plan.limit, task_plan.out,
+                                 task_plan.data)
             runs = task_runs.runs(args, cells_on=where, share_first_pass=False)
             command = command_line(runs[0], args.data or task_plan.data, args.model, where) if runs else None
             for run in runs:
@@ -322,5 +323,5 @@ def run_on_ray(args):
         for task_runs, ray_runs in groups:
             cells = sum(len(r.pending) for r in ray_runs)
             print_task_start(task_runs, where, f"; Ray executor, {cells} cells")
-            print_task_end(task_runs, [driver.finish(r) for r in ray_runs], args.out)
+            print_task_end(task_runs, [driver.finish(r) for r in ray_runs], task_runs.out)
     return 0
