@@ -102,3 +102,13 @@ def test_bench_run_and_plan_only_read_their_arguments(command, tmp_path, monkeyp
     assert vars(args) == given
     written = list((tmp_path / VALIDATION_OUT / "sudoku").glob("topk*.json"))
     assert len(written) == (1 if command == "run" else 0)
+
+
+def test_a_seed_under_which_no_run_draws_prints_nothing(tmp_path):
+    """The paper tier's seeds 1 and 2 run only what draws random numbers: with a deterministic
+    strategy alone, they print no plan, no header and no empty table (issue 49 item 4)."""
+    proc = run_cli("run", "--preset", "paper", "--tasks", "sudoku", "--strategies", "topk:k=8", "--limit", 2,
+                   "--out", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "seed 0" in proc.stderr + proc.stdout
+    assert "seed 1" not in proc.stderr + proc.stdout and "seed 2" not in proc.stderr + proc.stdout
