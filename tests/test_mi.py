@@ -201,13 +201,14 @@ def mi_payload(task="sudoku", n=18):
 def test_report_draws_mi_maps_scatter_and_table_from_files_only(tmp_path):
     import json
 
+    from bench.results import Store
     from strategies.mi.figures import report_mi
     (tmp_path / "results" / "mi").mkdir(parents=True)
     (tmp_path / "results" / "mi" / "sudoku.mi.json").write_text(json.dumps(mi_payload()))
     (tmp_path / "results" / "mi" / "other.mi.json").write_text(json.dumps({"schema_version": 1}))
     out = tmp_path / "reports"
     out.mkdir()
-    paths = report_mi(tmp_path / "results", out)
+    paths = report_mi(Store(tmp_path / "results"), out)
     assert sorted(p.name for p in paths) == ["mi_maps_sudoku.pdf", "mi_maps_sudoku.png", "mi_scatter_sudoku.pdf",
                                              "mi_scatter_sudoku.png", "mi_sudoku.md"]
     assert all(p.stat().st_size > 0 for p in paths)

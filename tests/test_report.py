@@ -9,7 +9,7 @@ import pytest
 from bench.report import report
 from bench.report.canvas import PALETTE, family_styles
 from bench.report.sweeps import point_label, reference_run, sweep_lines
-from bench.results import records_file_text, text_digest
+from bench.results import Store, records_file_text, text_digest
 
 
 def run(spec, passes, accuracy, params, label=None):
@@ -268,7 +268,7 @@ def test_a_report_of_one_learned_run_draws_only_its_policys_curves(tmp_path, pat
     # issue 49: one learned run drew the curves of every policy its task ships (elbo/, joint/, ...)
     from strategies.learned.figures import report_learned
     run_summary = copy_committed_run(pattern, tmp_path / "results")
-    paths = report_learned(tmp_path / "results", tmp_path)
+    paths = report_learned(Store(tmp_path / "results"), tmp_path)
     budget = run_summary["config"]["strategy_params"]["T"]
     stem = f"learned_curves_{policy_folder.replace(' ', '_')}"
     assert {p.name for p in paths if p.suffix == ".png"} <= {f"{stem}.png", f"{stem}_attempts.png"}
@@ -277,4 +277,4 @@ def test_a_report_of_one_learned_run_draws_only_its_policys_curves(tmp_path, pat
     shipped = {(row[0].strip("| "), row[1]) for row in rows if "attempts" not in row[0]}
     assert shipped == {(policy_folder, f"order_policy_T{budget}.log")}, shipped
     assert all(row[2] == str(budget) for row in rows)
-    assert report_learned(tmp_path / "empty", tmp_path, figures=False) == []
+    assert report_learned(Store(tmp_path / "empty"), tmp_path, figures=False) == []

@@ -17,11 +17,13 @@ def base_and_tuned(results):
         for spec, params, passes in specs:
             summary = run(spec, passes, 0.25, params, label=f"{spec} {model}")
             summary["model"] = {"id": model, **({"derived_from": "m1"} if model == "m2" else {})}
+            summary["config"]["model_id"] = model   # as a run records it: the model is part of its identity
             summary["label"] = spec if model == "m1" else f"{spec}@{model}"
             with_records(results, summary, some, passes)
         order = {"T": 5, "mode": "sample", "init": False, "policy": f"{model}/order_policy_T5.pt"}
         summary = run("learned:T=5", 5.0, sum(order_outcome) / N, order)
         summary["model"] = {"id": model, **({"derived_from": "m1"} if model == "m2" else {})}
+        summary["config"]["model_id"] = model
         summary["label"] = "learned:T=5" if model == "m1" else "learned:T=5@m2"
         with_records(results, summary, order_outcome, 5.0)
 

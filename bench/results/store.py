@@ -95,8 +95,8 @@ class Store:
         return kept if with_paths else [summary for _, summary in kept]
 
     def other_files(self, pattern):
-        """Files under root matching ``pattern`` that other tools keep beside the runs (an MI
-        evaluation's ``mi/*.mi.json``), in a stable order."""
+        """Files under root matching ``pattern`` that other tools keep beside the runs (a strategy
+        family's evaluation files), in a stable order."""
         return sorted(self.root.glob(pattern)) if self.root.is_dir() else []
 
     def records(self, path, summary):
