@@ -57,7 +57,7 @@ def load_runs(results, root):
     returns (runs, inputs left out as a count of runs)."""
     store, runs = root if isinstance(root, Store) else Store(root), []
     for result in results:
-        path = store.records_of(result)
+        path = store.records_file_of(result)
         if path is None:
             continue
         headline = metric_of(result, result["headline"])

@@ -56,7 +56,7 @@ class Store:
     def __init__(self, root, related=()):
         self.root = Path(root)
         self.related = tuple(related)   # Stores of the same report (its retrained runs), for sections that read them
-        self._records = None   # {records file name: path}, listed once (``records_of``)
+        self._records = None   # {records file name: path}, listed once (``records_file_of``)
         self._scanned = None   # the default scan, made once: a Store reads a folder as it was
 
     def files(self):
@@ -103,7 +103,7 @@ class Store:
         """The checked records of the run whose summary is at ``path`` (``run_records``)."""
         return run_records(summary, records_path(path, summary))
 
-    def records_of(self, summary):
+    def records_file_of(self, summary):
         """The records file of a run found under root (records file names carry the run's hash),
         or None where it is not there."""
         if self._records is None:

@@ -90,7 +90,8 @@ class Run:
     def batch_rows(self, done=()):
         """The eval-set rows of each batch still to decode: the inputs not in ``done`` (indices),
         in order, ``batch_size`` at a time. A batch is named by its first input."""
-        todo = [i for i in range(len(self.eval_set)) if i not in set(done)]
+        done = set(done)
+        todo = [i for i in range(len(self.eval_set)) if i not in done]
         return [torch.tensor(todo[i:i + self.batch_size]) for i in range(0, len(todo), self.batch_size)]
 
     @property
