@@ -85,7 +85,7 @@ def test_migrate_leaves_a_damaged_run_as_it_is(tmp_path):
     records.write_text(records.read_text()[:-20])
     before = {p: p.read_bytes() for p in tmp_path.rglob("*.json*")}
     proc = run_cli("migrate", tmp_path)
-    assert "does not match the checksum" in proc.stderr and "1 not migrated" in proc.stdout
+    assert proc.returncode == 2 and "does not match the checksum" in proc.stderr and "1 not migrated" in proc.stdout
     assert {p: p.read_bytes() for p in tmp_path.rglob("*.json*")} == before
 
 

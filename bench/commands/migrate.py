@@ -17,4 +17,7 @@ def migrate(args):
     missing = [f for f in args.folders if not Path(f).is_dir()]
     if missing:
         raise BenchError(f"no such folder: {missing[0]}; give result folders (e.g. results validation)")
-    migrate(args.folders)
+    left = migrate(args.folders)
+    if left:
+        raise BenchError(f"{left} result file(s) not migrated (each named above as 'not migrated'); "
+                         f"remake those runs or restore their files")

@@ -91,7 +91,9 @@ def migrate_run(path, summary):
 
 
 def migrate(folders):
-    """Migrate every run under ``folders``; prints what changed and names what could not be."""
+    """Migrate every run under ``folders``; prints what changed and names what could not be;
+    returns how many could not."""
+    left = 0
     for folder in folders:
         found, problems = Store(folder).scan(problem=lambda path, data: None if isinstance(data, dict)
                                              and isinstance(data.get("config"), dict) else "is not a run summary")
@@ -105,3 +107,5 @@ def migrate(folders):
             print(f"not migrated: {line}", file=sys.stderr)
         print(f"{folder}: {changed} of {len(found)} runs migrated, {len(found) - changed - len(failed)} current, "
               f"{len(failed) + len(problems)} not migrated")
+        left += len(failed) + len(problems)
+    return left
