@@ -160,7 +160,7 @@ def preset_tasks(preset):
     if preset.split == "validation":
         return sorted((name for name, s in settings.items() if s.tiers.validation),
                       key=lambda name: not settings[name].tiers.headline)
-    declared = sorted((name for name, s in settings.items() if preset.name in s.specs),
+    declared = sorted((name for name, s in settings.items() if preset.name in s.tiers.specs),
                       key=lambda name: not settings[name].tiers.headline)
     if not preset.any_task:
         return declared
