@@ -36,12 +36,12 @@ register_ablation("remasking_dplm", Ablation(
 # P2 (self-planning) re-masks every position each pass by its drawn value's score: credited with what it
 # adds over LLaDA's confidence order at the same steps, as DPLM is. CreditDecoding with what the history
 # credit adds over the same threshold rule without it (alpha 0).
-# P2 is fixed at eta 1 (its default, the planner's score at decoded positions unscaled) and without
-# a planner: runs are paired where the parameters ``where`` leaves free agree, and LLaDA's order has
-# no eta, so a P2 run with eta free paired with none of its runs.
+# P2 is fixed at eta 1 (its default): runs are paired where the numeric parameters ``where`` leaves
+# free agree, and LLaDA's order has no eta, so with eta free a P2 run paired with none of its runs.
+# (``planner`` cannot be fixed here: at its default, none, a run's identity leaves it out.)
 register_ablation("remasking_p2", Ablation(
     "re-masking in P2 (p2 eta=1 against LLaDA's confidence order on the linear schedule, same steps)",
-    "p2", {"eta": 1.0, "planner": "none"}, "schedule", {"score": "confidence", **LINEAR}))
+    "p2", {"eta": 1.0}, "schedule", {"score": "confidence", **LINEAR}))
 register_ablation("credit_history", Ablation(
     "history credit in CreditDecoding (credit alpha=0.7 against alpha=0, the threshold rule alone)",
     "credit", {"alpha": 0.7}, "credit", {"alpha": 0.0}))
