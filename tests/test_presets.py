@@ -60,7 +60,7 @@ def test_a_task_declares_its_settings_once_and_names_known_tiers_and_ablations()
         register_task_settings("sudoku", {"default": ["sequential"]})
     with pytest.raises(BenchError, match="unknown preset tiers nightly; tiers are quick, default, paper, ci"):
         register_task_settings("a_new_task", {"nightly": ["sequential"]})
-    assert verdicts_for("sudoku").reference == "sequential" and len(verdicts_for("sudoku").ablations) == 13
+    assert verdicts_for("sudoku").reference == "sequential" and len(verdicts_for("sudoku").ablations) == 15
     assert verdicts_for("a_task_without_settings") is None
     assert isinstance(all_task_settings()["protein"], TaskSettings)
 
@@ -102,6 +102,34 @@ def test_every_task_runs_both_sides_of_its_remasking_ablations():
                                              (ablation.without, ablation.without_where))]
             assert all(sides), (name, ablation.idea)
             assert {r.steps for r in sides[0]} <= {r.steps for r in sides[1]}, (name, ablation.idea)
+
+
+def test_sudoku_default_pairs_each_newer_rule_with_its_ablation_run_by_run(monkeypatch):
+    """Sudoku's default tier runs the newer rules (``newer_sweep``) and their ablations at the same
+    swept parameter, and `bench report` pairs every run of each rule with one of its ablation: P2 at
+    eta 1 and Prophet at its thresholds with LLaDA's order at the same steps, Saber with
+    backtrack=false at the same n, CreditDecoding with alpha 0 at the same threshold."""
+    from types import SimpleNamespace
+
+    import bench.report.ablations as report_ablations
+    from bench.registry import strategy_params
+    from bench.settings import ABLATIONS
+    load_plugins()
+    monkeypatch.setattr(report_ablations, "paired_difference", lambda a, b: None)
+    runs = []
+    for spec in sweep_of("sudoku", "default"):
+        strategy = parse_strategy(spec)
+        runs.append(SimpleNamespace(label=canonical(strategy), quality=None, passes=lambda: 0.0, summary={
+            "strategy": strategy.name, "config": {"strategy_params": strategy_params(strategy)}}))
+    keys = ("remasking_p2", "early_commit_prophet", "remasking_saber", "credit_history")
+    assert set(keys) <= set(all_task_settings()["sudoku"].claims.ablation_keys)
+    for key in keys:
+        with_idea, without, pairs = report_ablations.ablation_pairs(runs, ABLATIONS[key])
+        assert len(with_idea) == len(pairs) == 3, key
+        for pair in pairs:
+            idea, ablation = (parse_strategy(pair[side]) for side in ("run", "ablation"))
+            swept = {"p2": "steps", "prophet": "steps", "saber": "n", "credit": "threshold"}[idea.name]
+            assert getattr(idea, swept) == getattr(ablation, swept), (key, pair)
 
 
 def test_command_line_overrides_the_preset():

@@ -3,7 +3,8 @@
 ``field_sweep`` gives a task's default-tier specs of this family: the vanilla sampler (random
 order, linear schedule) at a few step counts, LLaDA's confidence on the linear schedule, the
 Fast-dLLM factor rule at f in {0.7, 1.0, 1.5}, KLASS, PC-Sampler, DUS, and ReMDM, RCR and DPLM
-at one step budget each; ``remasking_ablation`` ReMDM at eta 0 for the paper tier;
+at one step budget each; ``newer_sweep`` the newer rules (P2, Prophet, Saber, CreditDecoding)
+each beside its ablation; ``remasking_ablation`` ReMDM at eta 0 for the paper tier;
 ``field_quick`` each strategy once for the quick tier.
 """
 from bench.settings import Ablation, register_ablation, register_drawn_order, sweep
@@ -35,14 +36,28 @@ register_ablation("remasking_dplm", Ablation(
 # P2 (self-planning) re-masks every position each pass by its drawn value's score: credited with what it
 # adds over LLaDA's confidence order at the same steps, as DPLM is. CreditDecoding with what the history
 # credit adds over the same threshold rule without it (alpha 0).
+# P2 is fixed at eta 1 (its default): runs are paired where the numeric parameters ``where`` leaves
+# free agree, and LLaDA's order has no eta, so with eta free a P2 run paired with none of its runs.
+# (``planner`` cannot be fixed here: at its default, none, a run's identity leaves it out.)
 register_ablation("remasking_p2", Ablation(
-    "re-masking in P2 (p2 against LLaDA's confidence order on the linear schedule, same steps)",
-    "p2", {}, "schedule", {"score": "confidence", **LINEAR}))
+    "re-masking in P2 (p2 eta=1 against LLaDA's confidence order on the linear schedule, same steps)",
+    "p2", {"eta": 1.0}, "schedule", {"score": "confidence", **LINEAR}))
 register_ablation("credit_history", Ablation(
     "history credit in CreditDecoding (credit alpha=0.7 against alpha=0, the threshold rule alone)",
     "credit", {"alpha": 0.7}, "credit", {"alpha": 0.0}))
-REMASKING = ("remasking_remdm", "remasking_rcr", "remasking_dplm", "remasking_p2")   # every task's
-PLANNING = ("credit_history",)   # every task's ablations of the newer rules besides re-masking
+# Saber's backtracking against its adaptive threshold alone (backtrack=false masks nothing again), at
+# the same n; Prophet's early commit against its base rule, LLaDA's confidence order on the linear
+# schedule, at the same steps (its gap thresholds fixed at the reference's, which the base rule lacks).
+register_ablation("remasking_saber", Ablation(
+    "re-masking in Saber (saber against backtrack=false, the adaptive threshold alone, same n)",
+    "saber", {"backtrack": True}, "saber", {"backtrack": False}))
+register_ablation("early_commit_prophet", Ablation(
+    "early commit in Prophet (prophet at its reference thresholds against LLaDA's confidence order on "
+    "the linear schedule, same steps)",
+    "prophet", {"score": "confidence", **LINEAR, "early": 7.5, "mid": 5.0, "late": 2.5, "region": "masked"},
+    "schedule", {"score": "confidence", **LINEAR}))
+REMASKING = ("remasking_remdm", "remasking_rcr", "remasking_dplm", "remasking_p2", "remasking_saber")   # every task's
+PLANNING = ("credit_history", "early_commit_prophet")   # every task's ablations of the newer rules besides re-masking
 
 
 def field_sweep(steps, *, dus_block, pc_lam=0.25, remask_steps=None, factors=(0.7, 1.0, 1.5), llada=True):
@@ -59,6 +74,19 @@ def field_sweep(steps, *, dus_block, pc_lam=0.25, remask_steps=None, factors=(0.
             + [f"remdm:steps={remask}", f"rcr:steps={remask}", f"dplm:steps={remask}"])
 
 
+def newer_sweep(steps, *, llada_steps=None, saber_n=(2, 4, 8), credit_thresholds=(0.9, 0.99, 0.999)):
+    """The newer rules' specs for a task's default tier, each beside its ablation: P2 and Prophet at
+    ``steps`` against LLaDA's confidence order at the same steps (``llada_steps``: the step counts of
+    it to add, default all of ``steps``; leave out those the task runs already), Saber at n in
+    ``saber_n`` against backtrack=false, CreditDecoding at ``credit_thresholds`` against alpha=0."""
+    llada = steps if llada_steps is None else llada_steps
+    return (sweep("p2", "steps", steps) + sweep("prophet", "steps", steps)
+            + [f"schedule:score=confidence,steps={s}" for s in llada]
+            + sweep("saber", "n", saber_n) + sweep("saber", "n", saber_n, ",backtrack=false")
+            + sweep("credit", "threshold", credit_thresholds)
+            + sweep("credit", "threshold", credit_thresholds, ",alpha=0"))
+
+
 def remasking_ablation(steps):
     """The paper tier's run of ReMDM without re-masking (eta 0) at the re-masking samplers' ``steps``;
     RCR's and DPLM's ablation, LLaDA's confidence order there, each task runs already."""
@@ -68,8 +96,8 @@ def remasking_ablation(steps):
 def field_quick(steps, *, dus_block, pc_lam=0.25):
     """The quick tier's settings: each strategy of the family once (the vanilla sampler, the factor
     rule at f 1, the others at ``steps``; CreditDecoding at its defaults beside its no-credit ablation).
-    P2 and CreditDecoding are in this tier (so in the gate's) only: their default-tier sweeps need
-    committed test and validation runs first (issue 47)."""
+    P2 and CreditDecoding are in this tier (so in the gate's) only, but on Sudoku (``newer_sweep``):
+    a task's default-tier sweep needs its committed test and validation runs first (issue 47)."""
     return [f"schedule:steps={steps}", "factor_rule:f=1", f"klass:steps={steps}",
             f"pc_sampler:lam={pc_lam},steps={steps}", f"dus:block={dus_block}", f"remdm:steps={steps}",
             f"rcr:steps={steps}", f"dplm:steps={steps}", f"p2:steps={steps}", "credit", "credit:alpha=0"]

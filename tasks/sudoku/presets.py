@@ -14,6 +14,7 @@ from strategies.schedules.presets import (
          REMASKING,
          field_quick,
          field_sweep,
+         newer_sweep,
          remasking_ablation,
          revocable_quick,
 )
@@ -37,11 +38,15 @@ PAPER += FIELD + sweep("schedule", "steps", (16, 24)) + ["factor_rule:f=0.7", "s
 # as it decodes) and the grids of the lines with a continuous knob (eb, threshold, mi at both
 # lams, mi_eb): their runs calibrated to each budget (CALIBRATION below, added by bench.presets)
 # span the same 5-24 passes, and the budget table compares those.
+# The newer rules (issue 47), each beside its ablation: P2 and Prophet at 8, 16 and 24 steps against
+# LLaDA's confidence order there (FIELD runs it at 8), Saber at n 2, 4, 8 against no backtracking,
+# CreditDecoding at thresholds 0.9, 0.99, 0.999 against no history credit (alpha 0).
+NEWER = newer_sweep((8, 16, 24), llada_steps=(16, 24))
 DEFAULT = (["sequential"] + sweep("topk", "k", (2, 3, 5, 7, 10)) + sweep("margin", "k", (2, 5, 10))
-           + learned_sweep((5, 10, 15)) + FIELD)
-# LLaDA's confidence order at a second step count, beside the vanilla sampler's 16 steps (the paper
-# tier only: the default compares the two at 8 steps, where both run; confidence_vs_random)
-PAPER += ["schedule:score=confidence,steps=16"] + remasking_ablation(8)
+           + learned_sweep((5, 10, 15)) + FIELD + NEWER)
+# LLaDA's confidence order at 16 steps beside the vanilla sampler's (confidence_vs_random) runs in
+# NEWER, at 24 for P2's and Prophet's ablations
+PAPER += NEWER + remasking_ablation(8)
 # Issue 33's 2x2 on the shipped denoiser: the ELBO-trained policy (param=relative, frozen denoiser)
 # and the heuristics' low-pass ends that reach T=5's passes (docs/strategies.md, the learned order).
 JOINT_BASE = (["learned:T=5,policy=tasks/sudoku/weights/elbo/order_policy_T5.pt"] + sweep("eb", "gamma", (3, 5))
