@@ -3,7 +3,7 @@
 A task's ``presets.py`` (bench.settings) gives its strategy specs and input limit for each tier;
 a preset is a tier plus the seeds it runs. ``quick``: every strategy family at one setting on a
 few inputs (minutes on 2 cores; docs/running.md); ``default``: what the README's tables and claims are
-made from (at most 60 minutes on 2 cores from an empty folder); ``paper``: the full grids, with 3
+made from (its cost from an empty folder: docs/running.md); ``paper``: the full grids, with 3
 seeds for every run that draws random numbers; ``ci``: the regression gate's small runs;
 ``validation``: the default specs on each task's validation split (its own inputs, seed and
 results folder), where `bench report` makes the choices its claims confirm on the test inputs.
@@ -51,7 +51,7 @@ class Preset:
 PRESETS = {p.name: p for p in [
     Preset("quick", "every strategy family at one setting on a few inputs per task (minutes on 2 cores)"),
     Preset("default", "what the README's tables and claims are made from: each task's default sweep on its full "
-                      "data (at most 60 minutes on 2 cores from an empty folder)"),
+                      "data (over an hour on 2 cores from an empty folder: docs/running.md)"),
     # A run that draws nothing (argmax values and a deterministic strategy: most of Sudoku's
     # sweep) runs its first seed only, since the others would repeat its records. `bench report`
     # pools the seeds of a run in its verdicts.
