@@ -126,3 +126,9 @@ def test_new_files_are_named_by_the_identity(tmp_path):
     run_sudoku(tmp_path)
     (path, summary), = Store(tmp_path).runs(with_paths=True)
     assert path == result_paths(tmp_path, summary["config"])[0]
+
+
+def test_report_refuses_a_named_folder_that_is_not_there(tmp_path):
+    proc = run_cli("report", "--results", ROOT / "results", "--out", tmp_path, "--validation", tmp_path / "nope")
+    assert proc.returncode == 2 and "--validation" in proc.stderr and "no such folder" in proc.stderr
+    assert not any(tmp_path.iterdir())

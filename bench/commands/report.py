@@ -19,7 +19,13 @@ def add_arguments(parser):
 
 @register_command("report", "Pareto plots and tables from result files only", add_arguments)
 def report(args):
+    from pathlib import Path
+
+    from bench.errors import BenchError
     from bench.report.build import Folders, default_docs, report, report_folder
+    for flag, folder in (("--validation", args.validation), ("--retrained", args.retrained)):
+        if folder is not None and not Path(folder).is_dir():
+            raise BenchError(f"{flag} {folder}: no such folder; give a folder of result files (bench run --out)")
     out = report_folder(args.results, args.out)
     folders = Folders.beside(args.results, args.validation, args.retrained)
     report(args.results, out, args.docs if args.docs is not None else default_docs(args.results, out), folders)
