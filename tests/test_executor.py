@@ -48,23 +48,25 @@ def test_ray_shards_give_the_local_records_and_reruns_skip_finished_work(tmp_pat
     summaries = [json.loads(p.read_text()) for p in sorted((tmp_path / "ray" / "sudoku").glob("*[0-9a-f].json"))]
     assert all(s["n_samples"] == 8 and "device" not in s["config"] for s in summaries)
 
-    # a run cut short: batch 0 merged, batch 1 in a shard file (with half a line), the rest never made
+    # a run cut short: the batch of inputs 0-1 merged, that of 2-3 in a shard file (with half a
+    # line of the batch of 4-5), the rest never made; batches are keyed by their first input
     folder = tmp_path / "ray" / "sudoku"
     jsonl = next(folder.glob("topk*.jsonl"))
     stem = jsonl.name.removesuffix(".jsonl")
     done = read_records(jsonl)
     config_id = run_id(json.loads((folder / f"{stem}.json").read_text())["config"])
-    batch = {b: [r for r in done if r["batch"] == b] for b in (0, 1, 2)}
-    (folder / f"{stem}.partial.jsonl").write_text(batch_line(config_id, 0, batch[0]))
-    (folder / f"{stem}.shard-1-2.partial.jsonl").write_text(batch_line(config_id, 1, batch[1])
-                                                           + batch_line(config_id, 2, batch[2])[:40])
+    batch = {first: [r for r in done if r["batch"] == first] for first in (0, 2, 4)}
+    assert all(len(records) == 2 for records in batch.values())
+    (folder / f"{stem}.partial.jsonl").write_text(batch_line(config_id, batch[0]))
+    (folder / f"{stem}.shard-2-4.partial.jsonl").write_text(batch_line(config_id, batch[2])
+                                                           + batch_line(config_id, batch[4])[:40])
     jsonl.unlink()
     (folder / f"{stem}.json").unlink()
     capsys.readouterr()
     assert main([*map(str, RUN), "--out", str(tmp_path / "ray"), "--executor", "ray", "--shards", "2"]) == 0
     err = capsys.readouterr().err
     assert "sequential: complete already" in err and "4 inputs decoded again reproduce it" in err
-    assert "topk:k=3: batches 2-2 done" in err and "topk:k=3: batches 3-3 done" in err   # only what was missing
+    assert "topk:k=3: inputs 4-5 done" in err and "topk:k=3: inputs 6-7 done" in err   # only what was missing
     assert records(tmp_path / "ray") == local
     left = sorted(p.name for p in folder.iterdir())   # no shard, partial or lock file is left behind
     assert left == sorted([*local, *(name.replace(".jsonl", ".json") for name in local)])
