@@ -31,7 +31,7 @@ from bench.results.files import (
     write_atomic,
     write_text_atomic,
 )
-from bench.results.identity import HOW_KEYS, run_id
+from bench.results.identity import HOW_KEYS, run_id, what_of
 from bench.results.store import Store
 
 
@@ -41,7 +41,7 @@ def migrated_summary(summary, records_sha256):
     how = {k: summary["config"][k] for k in HOW_KEYS if k in summary["config"]}
     out = {}
     for key, value in summary.items():
-        out[key] = {k: v for k, v in value.items() if k not in HOW_KEYS} if key == "config" else value
+        out[key] = what_of(value) if key == "config" else value
         if key == "config" and (how or "execution" in summary):
             out["execution"] = {**how, **summary.get("execution", {})}
     out["records_sha256"] = records_sha256
@@ -53,28 +53,17 @@ def legacy_run_id(config):
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
 
 
-def records_problem(summary, path):
-    """Why a summary's records file cannot be migrated (a phrase), or None: it must match the
-    summary's checksum, with or without a header."""
-    try:
-        data = read_bytes(path, "records file", RECORDS_LIMIT)
-    except BenchError as err:
-        return str(err)
-    if hashlib.sha256(data).hexdigest() != summary.get("records_sha256"):
-        return "its records file does not match the checksum in the summary"
-    return None
-
-
 def migrate_run(path, summary):
     """Migrate one run in place: True when a file changed, False when it was current; BenchError
-    (nothing written) when its records do not match its summary. A records file without a header
-    gets one before its unchanged bytes."""
+    (nothing written) when its records do not match its summary's checksum (with or without a
+    header). A records file without a header gets one before its unchanged bytes."""
     records_file = records_path(path, summary)
-    problem = "its summary names no records file" if records_file is None else records_problem(summary, records_file)
-    if problem:
-        raise BenchError(f"{path}: {problem}; left as it is")
+    if records_file is None:
+        raise BenchError(f"{path}: its summary names no records file; left as it is")
     data = read_bytes(records_file, "records file", RECORDS_LIMIT)
-    config = {k: v for k, v in summary["config"].items() if k not in HOW_KEYS}
+    if hashlib.sha256(data).hexdigest() != summary.get("records_sha256"):
+        raise BenchError(f"{path}: its records file does not match the checksum in the summary; left as it is")
+    config = what_of(summary["config"])
     head, _, body = data.partition(b"\n")
     header = records_header_of(head.decode("utf-8"))
     if header is not None and header.get("run") not in (run_id(config), legacy_run_id(summary["config"])):

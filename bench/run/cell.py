@@ -75,11 +75,12 @@ class Run:
         """Its identity (``run_config``), once its strategy is bound (helpers are part of it)."""
         return run_config(self)
 
-    @property
+    @functools.cached_property
     def paths(self):
         """(summary .json, records .jsonl, in-progress .partial.jsonl): the files of this run's
         identity under ``out`` where they exist under any name (``Store.locate``), else the names
-        a new run gets."""
+        a new run gets. Found once: a run's files never move while it runs, and new files take
+        the new names."""
         summary_path, records, partial = result_paths(self.out, self.config)
         found = Store(self.out).locate(self.config)
         if found is None or found == summary_path:

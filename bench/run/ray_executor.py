@@ -166,12 +166,14 @@ def gather_shards(run):
     finished batches ({first input: records})."""
     partial_path = run.paths[2]
     done = completed_batches(run, partial_path)
+    rows = set(done_rows(done))
     stem = partial_path.name.replace(".partial.jsonl", "")
     for shard in sorted(partial_path.parent.glob(stem + SHARD_GLOB)):
         for first, records in sorted(completed_batches(run, shard).items()):
-            if first not in done and not set(done_rows(done)) & {r["index"] for r in records}:
+            batch_rows = {r["index"] for r in records}
+            if not rows & batch_rows:   # a batch overlapping one already gathered is decoded again
                 append_batch(partial_path, run_id(run.config), records)
-                done[first] = records
+                done[first], rows = records, rows | batch_rows
         shard.unlink()
     return done
 
