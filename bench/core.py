@@ -212,6 +212,11 @@ class Task:
     def __init__(self, data=None, model=None):
         self.data, self.model = data, model
 
+    def helper_flags(self):
+        """The ``bench train`` / ``bench mi`` flags naming this instance's model (its --model), for
+        the command a helper records; "" for the task's own model."""
+        return f" --model {self.model}" if getattr(self, "model", None) else ""
+
     # --- required ---------------------------------------------------------------------------
     def load_model(self) -> MaskedModel:
         raise NotImplementedError

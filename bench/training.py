@@ -118,16 +118,18 @@ def train_and_log(what, configs, train, settings, out, *, default_weights):
     print(f"saved {out} (log: {out.with_suffix('.log')})")
 
 
-def run_training(target, settings, out, task_name, *, device="cpu", dtype="float32"):
-    """`bench train TARGET [--task T] KEY=VALUE...`; the trainers read --device and --dtype from
-    ``bench.device.selected()``."""
+def run_training(target, settings, out, task_name, *, device="cpu", dtype="float32", model=None):
+    """`bench train TARGET [--task T [--model M]] KEY=VALUE...`; the trainers read --device and
+    --dtype from ``bench.device.selected()``."""
     from bench.device import placement, select
     select(placement(device, dtype))
     load_plugins()
     if target in TRAINERS:
         if not task_name:
             raise BenchError(f"bench train {target} needs --task; choose from: {', '.join(sorted(TASKS))}")
-        TRAINERS[target].run(make_task(task_name), settings, out)
+        TRAINERS[target].run(make_task(task_name, model=model), settings, out)
+    elif model:
+        raise BenchError(f"--model is for a helper target (the model whose helper it trains); {target!r} is not one")
     elif target in TASKS:
         make_task(target).train_model(settings, out)
     else:

@@ -9,6 +9,8 @@ def add_arguments(parser):
     parser.add_argument("settings", nargs="*", help="KEY=VALUE overrides, e.g. steps=100")
     parser.add_argument("--out", help="where to write the checkpoint (default: the shipped path)")
     parser.add_argument("--task", help="with a helper target: the task whose model the helper reads")
+    parser.add_argument("--model", help="with a helper target: the task's --model the helper reads (e.g. sapiens "
+                                        "for antibody; default: the task's own model)")
     parser.add_argument("--same-as", dest="same_as", metavar="SHIPPED",
                         help="after training to --out, compare its weights (and those of the files written "
                              "beside it) with SHIPPED's; exit 1 where any differ (a shipped checkpoint "
@@ -26,6 +28,7 @@ def train(args):
     if args.out:
         check_out(args.out, args.same_as, args.overwrite)
     with same_as_file(args.same_as):
-        run_training(args.target, args.settings, args.out, args.task, device=args.device, dtype=args.dtype)
+        run_training(args.target, args.settings, args.out, args.task, device=args.device, dtype=args.dtype,
+                     model=args.model)
     if args.same_as:
         return check_same_weights(args.out, args.same_as)

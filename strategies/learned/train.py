@@ -513,7 +513,7 @@ def train_order(task, cfg, out=None, command=None):
     seconds = round(time.perf_counter() - began, 1)
     meta = {"train_config": asdict(cfg), "curve": curve, "held_out": evals, "seconds": seconds,
             "train_examples": len(data[0]), "n_params": sum(count_params(n) for n in (prior, posterior) if n),
-            "command": command or f"python -m bench train order --task {task.name} T={cfg.T}"}
+            "command": command or f"python -m bench train order --task {task.name}{task.helper_flags()} T={cfg.T}"}
     model_id = base_id
     if cfg.denoiser == "joint":
         model_id = save_joint_denoiser(task, model, denoiser_path(path), {**meta, "derived_from": base_id,

@@ -9,6 +9,7 @@ from strategies.mi import SPLITS
 def add_mi_arguments(mi):
     mi.add_argument("action", choices=("labels", "eval"), help="labels: make a label set; eval: score the estimator")
     mi.add_argument("--task", required=True, help="the task whose model's MI is labelled or estimated")
+    mi.add_argument("--model", help="the task's --model whose MI is labelled or estimated (default: its own)")
     mi.add_argument("--split", default="train", help="labels only: train, heldout or ood (default train)")
     mi.add_argument("--n", type=int, help="labels only: number of contexts (default: the task's mi_label_sizes)")
     mi.add_argument("--probe", type=int, help="labels only: probed positions per context, 0 = all "
@@ -31,7 +32,7 @@ def check_label_args(args):
 def mi_command(args):
     from bench.device import place, placement
     where = placement(args.device, args.dtype)
-    task = make_task(args.task)
+    task = make_task(args.task, model=args.model)
     if args.action == "labels":
         from strategies.mi.labels import make_labels
         check_label_args(args)

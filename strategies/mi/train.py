@@ -114,7 +114,7 @@ def train_estimator(task, settings_cfg, out=None):
     meta = {"train_config": asdict(cfg), "history": history, "train_contexts": len(data[0]),
             "val_contexts": n_val, "seconds": round(time.perf_counter() - start, 1),
             "hidden_layer": model.hidden_layer, "n_params": count_params(network),
-            "command": f"python -m bench train mi --task {task.name}"}
+            "command": f"python -m bench train mi --task {task.name}{task.helper_flags()}"}
     path = out or task.weights_dir / FILE_NAME
     save_estimator(path, network.cpu(), model.checkpoint_id, meta)
     log.info("saved %s: %d parameters, best val pearson %.4f, %.0f s", path, meta["n_params"],

@@ -19,9 +19,9 @@ WIDTH = IMGT_LENGTH + 2          # the longest joined domain fits IMGT's 128 pos
 SOURCES = {"train": "helpers", "heldout": "validation", "ood": "validation"}
 
 
-def padded_encoding(domain_list, mask=True):
+def padded_encoding(domain_list, mask=True, chain_starts=False):
     """(tokens, masked) of ``domain_list`` (``encode``) padded to WIDTH; padding is never masked."""
-    tokens, masked = encode(domain_list, mask)
+    tokens, masked = encode(domain_list, mask, chain_starts)
     extra = WIDTH - tokens.shape[1]
     return torch.nn.functional.pad(tokens, (0, extra), value=PAD_ID), torch.nn.functional.pad(masked, (0, extra))
 
@@ -35,17 +35,24 @@ def shuffled_regions(tokens, region, generator):
     return tokens
 
 
-def truth_tokens(domain_list):
-    """(x0 tokens with the region's own residues, region bool) of ``domain_list``, padded to WIDTH."""
-    return padded_encoding(domain_list, mask=False)
+def truth_tokens(domain_list, chain_starts=False):
+    """(x0 tokens with the region's own residues, region bool) of ``domain_list``, padded to WIDTH.
+    ``chain_starts``: light chains start with their own token (a model with a network per chain)."""
+    return padded_encoding(domain_list, mask=False, chain_starts=chain_starts)
 
 
-def mi_contexts(model, split, n, generator):
+def helper_domains(source, species=None):
+    """The domains of ``source`` (a split or "helpers"), of ``species`` only where given (Sapiens
+    reads human validation domains only; the helper species are never filtered: they are no input)."""
+    return [d for d in domains(source) if species is None or source == "helpers" or d.species in species]
+
+
+def mi_contexts(model, split, n, generator, species=None, chain_starts=False):
     """(tokens [n, WIDTH], masked [n, WIDTH]) of the MI label set ``split`` (module docstring)."""
-    pool = domains(SOURCES[split])
+    pool = helper_domains(SOURCES[split], species)
     order = torch.randperm(len(pool), generator=generator).tolist()
     picked = [pool[order[i % len(pool)]] for i in range(n)]       # a pool smaller than n is cycled
-    tokens, region = truth_tokens(picked)
+    tokens, region = truth_tokens(picked, chain_starts)
     if split == "ood":
         tokens = shuffled_regions(tokens, region, generator)
     n_visited = n // 2
@@ -56,9 +63,9 @@ def mi_contexts(model, split, n, generator):
     return torch.cat([tokens_v, tokens[n_visited:]]), torch.cat([masked_v, masked_r])
 
 
-def order_examples():
+def order_examples(chain_starts=False):
     """(x0, start tokens, start masked) of the helper species' domains, the region masked at the start."""
-    x0, region = truth_tokens(domains("helpers"))
+    x0, region = truth_tokens(domains("helpers"), chain_starts)
     return x0, x0.masked_fill(region, MASK_ID), region
 
 
