@@ -106,11 +106,12 @@ def sweep_of(task_name, tier="default"):
     return [spec for spec, _ in sweep_runs(task_name, tier)]
 
 
-def sweep_runs(task_name, tier="default"):
-    """(spec, strategy) of each run tier ``tier`` runs on a task: what the task declares for it
-    (with, in CALIBRATED_TIERS, the runs its budget calibration found), or for a task that declares
-    nothing there (a task folder just added) every registered strategy at its default spec."""
-    settings = task_settings(task_name)
+def sweep_runs(task_name, tier="default", model=None):
+    """(spec, strategy) of each run tier ``tier`` runs on a task (under ``--model model``): what the
+    task declares for it (with, in CALIBRATED_TIERS, the runs its budget calibration found), or for
+    a task that declares nothing there (a task folder just added) every registered strategy at its
+    default spec."""
+    settings = task_settings(task_name, model)
     if settings is not None and tier in settings.tiers.specs:
         extra = calibrated_specs(settings) if tier in CALIBRATED_TIERS else []
         return distinct_runs(list(settings.tiers.specs[tier]) + extra)
@@ -177,7 +178,7 @@ def headline_tasks():
     return sorted(TASKS)
 
 
-def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None, *, out=DEFAULT_OUT):
+def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None, *, out=DEFAULT_OUT, model=None):
     """Resolve a preset and command-line overrides into one TaskPlan per task.
 
     Args:
@@ -188,6 +189,7 @@ def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None, *
         seed: one seed overriding the preset's seeds (``strategies`` without a preset: that seed,
             default 0, never a tier's seeds).
         out: --out (the preset's own folder replaces its default: ``results_folder``).
+        model: --model; a task that declares tiers for it (``register_model_settings``) runs those.
 
     Returns:
         A list of TaskPlan, in the order the tasks were named.
@@ -199,16 +201,16 @@ def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None, *
     plans, folder = [], results_folder(preset_name, out)
     for name in names:
         lookup("task", name, TASKS)
-        settings = task_settings(name)
+        settings = task_settings(name, model)
         if preset.split == "validation":
-            plans.append(validation_plan(name, settings, strategies, limit, seed, out=folder))
+            plans.append(validation_plan(name, settings, strategies, limit, seed, out=folder, model=model))
             continue
         declared = settings is not None and preset.name in settings.tiers.specs
         if strategies is None and not declared and not preset.any_task:
             raise BenchError(f"preset {preset.name!r} has no strategies for task {name!r}; "
                              f"give --strategies or one of its tasks: {', '.join(preset_tasks(preset))}")
         # parsed per task: a strategy bound to one task's model holds that task's helpers
-        runs = named_runs(split_specs(strategies)) if strategies else sweep_runs(name, preset.name)
+        runs = named_runs(split_specs(strategies)) if strategies else sweep_runs(name, preset.name, model)
         task_limit = limit if limit is not None else (settings.tiers.limits.get(preset.name) if settings else None)
         seeds = (seed,) if seed is not None else (settings.tiers.seeds.get(preset.name, preset.seeds) if settings
                                                   else preset.seeds)
@@ -218,7 +220,7 @@ def plan(preset_name=None, tasks=None, strategies=None, limit=None, seed=None, *
     return plans
 
 
-def validation_plan(name, settings, strategies=None, limit=None, seed=None, *, out=VALIDATION_OUT):
+def validation_plan(name, settings, strategies=None, limit=None, seed=None, *, out=VALIDATION_OUT, model=None):
     """The TaskPlan of task ``name`` on its validation split: its default specs (or ``strategies``)
     on its Validation's data, limit and seed (the arguments override the last two), into ``out``."""
     split = settings and settings.tiers.validation
@@ -226,7 +228,7 @@ def validation_plan(name, settings, strategies=None, limit=None, seed=None, *, o
         with_split = [n for n, s in all_task_settings().items() if s.tiers.validation]
         raise BenchError(f"task {name!r} declares no validation split; tasks with one: "
                          f"{', '.join(with_split) or 'none'}")
-    runs = named_runs(split_specs(strategies)) if strategies else sweep_runs(name, SPLIT_TIER)
+    runs = named_runs(split_specs(strategies)) if strategies else sweep_runs(name, SPLIT_TIER, model)
     return TaskPlan(name, tuple(runs), limit if limit is not None else split.limit,
                     (seed,) if seed is not None else (split.seed,), split.data, out)
 

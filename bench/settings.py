@@ -9,7 +9,7 @@ TaskSettings in the parts each reader takes (``tiers``, ``claims``, ``drawn``). 
 must be credited against. ``bench`` itself names no task and no strategy.
 """
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bench.errors import BenchError
 from bench.registry import claim, load_plugins
@@ -18,6 +18,7 @@ TIERS = ("quick", "default", "paper", "ci", "retrained")   # the preset tiers a 
 SPLIT_TIER = "default"   # the tier whose specs the validation preset runs on a task's validation split
 BUDGET_TOLERANCE = 0.02   # a run is at a pass budget when its mean passes lie within 2% of it
 TASK_SETTINGS = {}   # task name -> TaskSettings
+MODEL_SETTINGS = {}  # (task name, --model) -> TaskSettings (register_model_settings)
 ABLATIONS = {}       # key -> Ablation
 DENOISER_ABLATIONS = {}   # key -> DenoiserAblation
 DRAWN_ORDERS = {}    # (strategy name, parameters) -> the parameters (a dict) of runs that draw their order
@@ -246,6 +247,21 @@ def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations
     return claim("task settings", TASK_SETTINGS, task, settings, origin=caller_module())
 
 
+def register_model_settings(task, model, specs, *, limits=None, validation=None, seeds=None, calibration=None):
+    """The tiers task ``task`` runs under ``--model model`` (a second model of the task, say a
+    published one that reads a subset of its inputs): its specs, limits, seeds, validation split and
+    budget calibration replace the task's there; its verdicts, ablations and figures stay the task's.
+    Declared after ``register_task_settings(task, ...)``, in the same module."""
+    base = TASK_SETTINGS.get(task)
+    if base is None:
+        raise BenchError(f"model settings for task {task!r} before its task settings; register_task_settings first")
+    tiers = replace(base.tiers, specs=dict(specs), limits=dict(limits or {}),
+                    seeds={tier: tuple(s) for tier, s in (seeds or {}).items()},
+                    validation=validation or base.tiers.validation)
+    settings = replace(base, tiers=tiers, claims=replace(base.claims, calibration=calibration))
+    return claim("model settings", MODEL_SETTINGS, (task, model), settings, origin=caller_module())
+
+
 def calibration_entries(path):
     """The entries a budget-calibration file holds ([] where it does not exist yet)."""
     import json
@@ -263,10 +279,11 @@ def calibrated_specs(settings):
     return list(dict.fromkeys(e["spec"] for e in found if e["within"] and e["budget"] in budgets))
 
 
-def task_settings(task):
-    """The settings task ``task`` declared, or None (a task folder without a presets module)."""
+def task_settings(task, model=None):
+    """The settings task ``task`` declared (those of ``--model model`` where it declared them:
+    ``register_model_settings``), or None (a task folder without a presets module)."""
     load_plugins("presets")
-    return TASK_SETTINGS.get(task)
+    return MODEL_SETTINGS.get((task, model)) or TASK_SETTINGS.get(task)
 
 
 def all_task_settings():

@@ -205,3 +205,38 @@ def test_sapiens_reads_the_human_domains_with_light_chains_marked():
     assert starts == [CLS_ID if d.chain == "H" else LIGHT_CLS_ID for d in chosen]
     assert task.missing() == [] and "sapiens==1.0.5" in task.config()["model"]
     assert AntibodyTask().eval_set(limit=8).tokens[:, 0].eq(CLS_ID).all()   # AntiBERTy's rows unchanged
+
+
+@needs_antibody_extra
+def test_sapiens_helpers_read_its_own_folder_and_chain_starts():
+    from tasks.antibody.helpers import mi_contexts, order_examples
+    task, base = AntibodyTask(model="sapiens"), AntibodyTask()
+    assert task.weights_dir == base.weights_dir / "sapiens" and task.helper_flags() == " --model sapiens"
+    assert base.helper_flags() == "" and base.mi_probe == 2 and task.mi_probe == 8
+    assert task.order_training["init_gamma"] != base.order_training["init_gamma"]
+    x0, start, region = order_examples(chain_starts=True)
+    assert set(x0[:, 0].tolist()) == {CLS_ID, LIGHT_CLS_ID} and order_examples()[0][:, 0].eq(CLS_ID).all()
+
+    class Frozen:   # mi_contexts' visited states need a model: one that always predicts alanine
+        value_tokens = VALUE_IDS
+
+        def __call__(self, tokens, masked):
+            logits = torch.full((*tokens.shape, len(VALUE_IDS)), -9.0)
+            logits[..., 0] = 9.0
+            return type("Out", (), {"logits": logits, "hidden": None})()
+    tokens, masked = mi_contexts(Frozen(), "heldout", 4, torch.Generator().manual_seed(0), ("human",), True)
+    assert tokens.shape[0] == 4 and masked.any(1).all()
+    assert set(tokens[:, 0].tolist()) <= {CLS_ID, LIGHT_CLS_ID}
+
+
+def test_sapiens_tiers_run_every_human_domain_and_every_family():
+    from bench.presets import plan
+    from bench.registry import parse_strategy
+    test, = plan("default", "antibody", model="sapiens", out="elsewhere")
+    validation, = plan("validation", "antibody", model="sapiens", out="elsewhere_v")
+    antiberty, = plan("default", "antibody")
+    assert test.limit is None and validation.limit is None and antiberty.limit == 48
+    assert validation.data == "validation" and test.specs == validation.specs
+    families = {parse_strategy(spec).name for spec in test.specs}
+    assert {"mi", "mi_eb", "learned", "dus", "remdm", "rcr", "dplm", "klass", "pc_sampler", "factor_rule"} <= families
+    assert plan("default", "antibody", model="hf:/some/folder")[0].specs == antiberty.specs   # no tiers of its own

@@ -231,3 +231,9 @@ def test_the_retrained_tier_reads_retrained_helper_files_that_ship():
         assert path.is_file(), spec
         assert helper_folder({"config": {"strategy_params": params}}) in {
             "tasks/hmm/weights/exact/seeds/1", "tasks/hmm/weights/exact/seeds/2"}
+
+
+def test_model_settings_need_the_task_s_settings_first():
+    from bench.settings import register_model_settings
+    with pytest.raises(BenchError, match="register_task_settings first"):
+        register_model_settings("no_such_task_here", "m", {"default": ["sequential"]})

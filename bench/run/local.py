@@ -36,7 +36,7 @@ def load_tasks(args, where=None):
     """(task, its plan, its model, {seed: inputs}) of every task of the command, after every check
     (specs, --out, data, models, helpers); each plan's strategies bound to its model, placed on
     ``where``. ``args`` is only read: what it resolves to (specs, --out) is in the plans."""
-    plans = plan(args.preset, args.tasks, args.strategies, args.limit, args.seed, out=args.out)
+    plans = plan(args.preset, args.tasks, args.strategies, args.limit, args.seed, out=args.out, model=args.model)
     check_split_data(get_preset(args.preset or "default"), ",".join(p.task for p in plans), args.data)
     tasks = set_temperature(make_tasks(",".join(p.task for p in plans), args.data, args.model,
                                        {p.task: p.data for p in plans}), getattr(args, "temperature", None))

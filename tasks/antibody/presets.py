@@ -21,6 +21,7 @@ from bench.settings import (
     Validation,
     Verdicts,
     register_ablation,
+    register_model_settings,
     register_task_settings,
     sweep,
 )
@@ -93,3 +94,23 @@ register_task_settings(
     ablations=("one_pass_vs_sequential", "mi_term_greedy", "mi_term_eb", "learned_sample", "learned_threshold",
                "eb_vs_topk", "confidence_vs_random") + REMASKING + PLANNING,
     external_model=True)   # AntiBERTy: reports/transfer.md asks whether the other tasks' orderings hold on it
+
+# Sapiens (--model sapiens: 1.1M parameters, 45 times smaller than AntiBERTy) reads the human domains
+# only, so every tier runs all of them (60 test, 70 validation) and every family, the field's
+# samplers and the helpers (tasks/antibody/weights/sapiens/) included. It is less confident than
+# AntiBERTy: eb at gamma 0.3 and the threshold at 0.9 decode about one residue a pass on it, so its
+# grids reach further (gamma 10, 30; tau 0.7, 0.5: 2026-12-04, validation). The MI gammas span the
+# same 4-16 budgets on its validation domains (tasks/antibody/README.md); mi_eb at eb's gammas, so
+# that the MI term on EB's rule is tested run by run.
+SAPIENS_MI_GAMMAS = (4, 16, 64, 256)
+SAPIENS_DEFAULT = (["sequential"] + sweep("topk", "k", (4, 8, 100)) + sweep("margin", "k", (4, 8))
+                   + sweep("eb", "gamma", (0.3, 1, 3, 10, 30)) + sweep("threshold", "tau", (0.9, 0.7, 0.5))
+                   + ["schedule:steps=4"] + sweep("schedule", "steps", (4, 8, 16), ",score=confidence")
+                   + field_sweep((8, 16), dus_block=16, remask_steps=16, llada=False) + remasking_ablation(16)
+                   + sweep("mi", "gamma", SAPIENS_MI_GAMMAS) + sweep("mi", "gamma", SAPIENS_MI_GAMMAS, ",lam=0")
+                   + sweep("mi_eb", "gamma", (1, 3, 10, 30)) + learned_sweep((5, 10)))
+register_model_settings(
+    "antibody", "sapiens",
+    {"default": SAPIENS_DEFAULT, "paper": SAPIENS_DEFAULT + learned_sweep((15,)), "quick": QUICK},
+    limits={"quick": 16},   # default and paper: every human test domain
+    validation=Validation(seed=0, data="validation"))

@@ -124,6 +124,9 @@ class AntibodyTask(Task):
             # 45 times smaller than AntiBERTy (0.7 s a context at 4 probes on one thread): 4x the
             # contexts at 4x the probed positions (tasks/antibody/README.md, the estimator's quality)
             self.mi_label_sizes, self.mi_probe = {"train": 640, "heldout": 96, "ood": 96}, 8
+            # its eb takes about T passes at these gammas on the validation domains (gamma 10: 11.9
+            # passes, 30: 5.5; interpolated in log-log), as AntiBERTy's init_gamma do on it
+            self.order_training = {**AntibodyTask.order_training, "init_gamma": {5: 35.0, 10: 13.0, 15: 7.5}}
         self.matrices = {}
 
     def missing(self):
