@@ -235,7 +235,7 @@ def test_sapiens_tiers_run_every_human_domain_and_every_family():
     test, = plan("default", "antibody", model="sapiens", out="elsewhere")
     validation, = plan("validation", "antibody", model="sapiens", out="elsewhere_v")
     antiberty, = plan("default", "antibody")
-    assert test.limit is None and validation.limit is None and antiberty.limit == 48
+    assert test.limit == 60 and validation.limit == 70 and antiberty.limit == 48   # every human domain
     assert validation.data == "validation" and test.specs == validation.specs
     families = {parse_strategy(spec).name for spec in test.specs}
     assert {"mi", "mi_eb", "learned", "dus", "remdm", "rcr", "dplm", "klass", "pc_sampler", "factor_rule"} <= families

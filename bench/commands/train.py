@@ -9,8 +9,8 @@ def add_arguments(parser):
     parser.add_argument("settings", nargs="*", help="KEY=VALUE overrides, e.g. steps=100")
     parser.add_argument("--out", help="where to write the checkpoint (default: the shipped path)")
     parser.add_argument("--task", help="with a helper target: the task whose model the helper reads")
-    parser.add_argument("--model", help="with a helper target: the task's --model the helper reads (e.g. sapiens "
-                                        "for antibody; default: the task's own model)")
+    parser.add_argument("--model", help="with a helper target: the task's --model whose hidden states the helper "
+                                        "reads (default: the task's own model)")
     parser.add_argument("--same-as", dest="same_as", metavar="SHIPPED",
                         help="after training to --out, compare its weights (and those of the files written "
                              "beside it) with SHIPPED's; exit 1 where any differ (a shipped checkpoint "

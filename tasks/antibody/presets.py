@@ -112,5 +112,6 @@ SAPIENS_DEFAULT = (["sequential"] + sweep("topk", "k", (4, 8, 100)) + sweep("mar
 register_model_settings(
     "antibody", "sapiens",
     {"default": SAPIENS_DEFAULT, "paper": SAPIENS_DEFAULT + learned_sweep((15,)), "quick": QUICK},
-    limits={"quick": 16},   # default and paper: every human test domain
-    validation=Validation(seed=0, data="validation"))
+    # every human domain: 60 of test, 70 of validation (named, not left open: a run's limit is part of its identity)
+    limits={"quick": 16, "default": 60, "paper": 60},
+    validation=Validation(seed=0, data="validation", limit=70))
