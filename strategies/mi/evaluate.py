@@ -15,10 +15,10 @@ from bench.files import HELPER_LIMIT, checked_path
 from bench.provenance import portable_path, provenance
 from bench.results import write_text_atomic
 from strategies.mi.estimator import FILE_NAME, load_estimator
-from strategies.mi.exact import exact_mi, label_target, symmetric
+from strategies.mi.exact import exact_mi, symmetric
 from strategies.mi.labels import load_labels
 from strategies.mi.metrics import estimator_metrics, pair_values
-from strategies.mi.train import model_features, predict
+from strategies.mi.train import label_features, predict
 
 MAP_QUANTILES = (0.25, 0.5, 0.75)   # the fixed states drawn as MI maps: quantiles of the masked count
 SCATTER_PAIRS = 4000
@@ -26,10 +26,9 @@ SCATTER_PAIRS = 4000
 
 def split_report(task, model, network, split):
     """Metrics of one split, plus the tensors the maps and structure figures need."""
-    tokens, masked, mi = load_labels(task, model.checkpoint_id, split)
-    hidden, probs = model_features(model, tokens, masked, "cpu")
+    tokens, masked, mi = labels = load_labels(task, model.checkpoint_id, split)
+    hidden, probs, _, true = label_features(task, model, labels, "cpu")   # the target the estimator learnt
     pred = predict(network, hidden, probs, masked, "cpu")
-    true = label_target(mi, getattr(task, "mi_pairs", "both")).clamp_min(0)
     metrics = estimator_metrics(*pair_values(pred, true, masked))
     p_ij, p_ji = pair_values(mi, mi.transpose(1, 2), masked)
     metrics["direction_gap"] = float(np.abs(p_ij - p_ji).mean())  # mean |I_ij - I_ji|, nats

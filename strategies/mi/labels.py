@@ -97,24 +97,47 @@ def make_labels(task, model, split, n=None, seed=0, device="cpu", probe=None):
             continue
         tokens, masked = ctx["tokens"][first:first + CHUNK], ctx["masked"][first:first + CHUNK]
         generator = torch.Generator().manual_seed(seed * 100_000 + SPLITS.index(split) * 10_000 + first)
+        began = time.perf_counter()
         mi = probed_mi(model, tokens.to(device), masked.to(device), probe, generator).half().cpu()
-        save_atomic(path, {"mi": mi})
+        # each chunk keeps its own probing time: a resumed set still sums to its whole cost
+        save_atomic(path, {"mi": mi, "seconds": time.perf_counter() - began})
     model.to("cpu")
     meta = {"task": task.name, "model_id": model.checkpoint_id, "split": split, "n": n, "seed": seed, "probe": probe,
-            "chunk": CHUNK, "seconds_last_run": round(time.perf_counter() - start, 1), "device": device}
+            "chunk": CHUNK, "seconds_last_run": round(time.perf_counter() - start, 1), "device": device,
+            "threads": torch.get_num_threads(), **probing_time(folder)}
     (folder / "meta.json").write_text(json.dumps(meta, indent=1))
     return folder
+
+
+def probing_time(folder):
+    """{probe_seconds, timed_contexts, seconds_per_context} summed over the chunks that recorded
+    their time (those made before chunks did are left out); {} where none did."""
+    seconds, contexts = 0.0, 0
+    for path in sorted(folder.glob("chunk_*.pt")):
+        chunk = load_label_file(path)
+        if "seconds" in chunk:
+            seconds, contexts = seconds + chunk["seconds"], contexts + len(chunk["mi"])
+    if not contexts:
+        return {}
+    return {"probe_seconds": round(seconds, 2), "timed_contexts": contexts,
+            "seconds_per_context": round(seconds / contexts, 4)}
+
+
+def label_meta(task, model_id, split, n=None, seed=0, probe=None):
+    """(folder, meta.json's dict) of a finished label set; one-line error where it is missing."""
+    folder = label_dir(task.name, model_id, split, n or default_size(task, split), seed,
+                       getattr(task, "mi_probe", 0) if probe is None else probe)
+    if not (folder / "meta.json").exists():
+        raise BenchError(f"MI label set {folder} is missing or unfinished; make it with: "
+                         f"python -m bench mi labels --task {task.name}{task.helper_flags()} --split {split}"
+                         + (f" --n {n}" if n else ""))
+    return folder, json.loads((folder / "meta.json").read_text())
 
 
 def load_labels(task, model_id, split, n=None, seed=0, probe=None):
     """(tokens [C, N], masked [C, N], directed mi [C, N, N] float32) of a finished label set;
     rows that were not probed are NaN."""
-    n = n or default_size(task, split)
-    probe = getattr(task, "mi_probe", 0) if probe is None else probe
-    folder = label_dir(task.name, model_id, split, n, seed, probe)
-    if not (folder / "meta.json").exists():
-        raise BenchError(f"MI label set {folder} is missing or unfinished; make it with: "
-                         f"python -m bench mi labels --task {task.name} --split {split}")
+    folder, _ = label_meta(task, model_id, split, n, seed, probe)
     ctx = load_label_file(folder / "contexts.pt")
     chunks = sorted(folder.glob("chunk_*.pt"))
     mi = torch.cat([load_label_file(c)["mi"] for c in chunks]).float()

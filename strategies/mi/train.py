@@ -53,10 +53,15 @@ def model_features(model, tokens, masked, device, batch=256):
     return torch.cat(hidden), torch.cat(probs)
 
 
+def labelled_pairs(masked, target):
+    """[C, N, N] bool: the ordered pairs the loss reads (both masked, i != j, labelled)."""
+    eye = torch.eye(masked.shape[1], dtype=torch.bool, device=masked.device)
+    return masked[:, :, None] & masked[:, None, :] & ~eye & ~target.isnan()   # NaN: a pair not probed
+
+
 def pair_loss(network, hidden, probs, masked, target):
     pred = network(hidden, probs, masked)
-    eye = torch.eye(masked.shape[1], dtype=torch.bool, device=masked.device)
-    pairs = masked[:, :, None] & masked[:, None, :] & ~eye & ~target.isnan()   # NaN: a pair not probed
+    pairs = labelled_pairs(masked, target)
     return ((transform(pred) - transform(target.nan_to_num(0.0))) ** 2)[pairs].mean()
 
 
@@ -67,6 +72,13 @@ def predict(network, hidden, probs, masked, device, batch=256):
                      masked[s:s + batch].to(device)).cpu() for s in range(0, len(hidden), batch)]
     network.train()
     return torch.cat(parts)
+
+
+def scored(network, features, device):
+    """`bench mi eval`'s metrics (strategies/mi/metrics.py) of ``network`` on ``features``
+    (hidden, probs, masked, target): what picks the epoch and what the learning curve reports."""
+    hidden, probs, masked, target = features
+    return estimator_metrics(*pair_values(predict(network, hidden, probs, masked, device), target, masked))
 
 
 def fit(network, data, val, cfg):
@@ -86,7 +98,7 @@ def fit(network, data, val, cfg):
             opt.step()
             sched.step()
             total += loss.item() * len(batch[0])
-        pearson = estimator_metrics(*pair_values(predict(network, *val[:3], cfg.device), val[3], val[2]))["pearson"]
+        pearson = scored(network, val, cfg.device)["pearson"]
         history.append({"epoch": epoch + 1, "train_loss": total / len(order), "val_pearson": pearson})
         log.info("epoch %d train loss %.4f val pearson %.4f", epoch + 1, total / len(order), pearson)
         if pearson > best[0]:
@@ -94,24 +106,52 @@ def fit(network, data, val, cfg):
     return best[1], history
 
 
-def train_estimator(task, settings_cfg, out=None):
-    """Train and save the estimator of ``task``'s shipped model; returns the weights path."""
-    cfg = settings_cfg
+def seeded_model(task, cfg):
+    """The frozen model on cfg's device (cfg.device set to it), loaded right after seeding torch
+    with cfg.seed, and the CPU generator's state after the load: a load may draw from the generator
+    (hmm_mdm's does) and the estimator's initial weights are its next draws, so a fit started from
+    that state is the one `bench train mi` makes with that seed."""
     torch.manual_seed(cfg.seed)
     where = placement(cfg.device or selected().device, selected().dtype)   # the device= setting wins over --device
     cfg.device = where.device
     model = place(task.load_model(), where)   # the frozen model; in bfloat16 under --dtype bfloat16
-    tokens, masked, mi = load_labels(task, model.checkpoint_id, "train", cfg.n_train or None)
-    start = time.perf_counter()
-    hidden, probs = model_features(model, tokens, masked, cfg.device)
-    target = label_target(mi, getattr(task, "mi_pairs", "both")).clamp_min(0)
-    n_val = max(1, int(len(tokens) * cfg.val_share))
-    val = (hidden[:n_val], probs[:n_val], masked[:n_val], target[:n_val])
-    data = (hidden[n_val:], probs[n_val:], masked[n_val:], target[n_val:])
+    return model, torch.get_rng_state()
+
+
+def label_features(task, model, labels, device):
+    """(hidden, probs, masked, target) of a loaded label set (tokens, masked, directed mi): the
+    frozen model's features and what the estimator learns (the task's ``mi_pairs``)."""
+    tokens, masked, mi = labels
+    hidden, probs = model_features(model, tokens, masked, device)
+    return hidden, probs, masked, label_target(mi, getattr(task, "mi_pairs", "both")).clamp_min(0)
+
+
+def val_count(contexts, cfg):
+    """How many of ``contexts`` training contexts are set aside to pick the epoch (at least one)."""
+    return max(1, int(contexts * cfg.val_share))
+
+
+def train_on(features, cfg):
+    """An estimator fit to ``features`` (hidden, probs, masked, target) from torch's generator as
+    it stands; the first val_share of the contexts are set aside to pick the epoch.
+    Returns (network with the best epoch's weights, history, contexts set aside)."""
+    n_val = val_count(len(features[0]), cfg)
+    val, data = tuple(t[:n_val] for t in features), tuple(t[n_val:] for t in features)
+    hidden, probs = features[:2]
     network = MIEstimator(EstimatorConfig(d_hidden=hidden.shape[-1], n_values=probs.shape[-1])).to(cfg.device)
     state, history = fit(network, data, val, cfg)
     network.load_state_dict(state)
-    meta = {"train_config": asdict(cfg), "history": history, "train_contexts": len(data[0]),
+    return network, history, n_val
+
+
+def train_estimator(task, settings_cfg, out=None):
+    """Train and save the estimator of ``task``'s shipped model; returns the weights path."""
+    cfg = settings_cfg
+    model, _ = seeded_model(task, cfg)
+    labels = load_labels(task, model.checkpoint_id, "train", cfg.n_train or None)
+    start = time.perf_counter()
+    network, history, n_val = train_on(label_features(task, model, labels, cfg.device), cfg)
+    meta = {"train_config": asdict(cfg), "history": history, "train_contexts": len(labels[0]) - n_val,
             "val_contexts": n_val, "seconds": round(time.perf_counter() - start, 1),
             "hidden_layer": model.hidden_layer, "n_params": count_params(network),
             "command": f"python -m bench train mi --task {task.name}{task.helper_flags()}"}
@@ -120,4 +160,3 @@ def train_estimator(task, settings_cfg, out=None):
     log.info("saved %s: %d parameters, best val pearson %.4f, %.0f s", path, meta["n_params"],
              max(h["val_pearson"] for h in history), meta["seconds"])
     return path
-
