@@ -57,6 +57,13 @@ def test_each_model_gets_its_column_its_verdict_and_whether_both_agree(two_model
     assert "[model_size_ext.png](model_size_ext.png)" in text
 
 
+def test_the_figure_link_is_a_link_on_the_page():
+    from bench.report.page import markdown_html
+    assert markdown_html("see [model_size_ext.png](model_size_ext.png).") == \
+        '<p>see <a href="model_size_ext.png">model_size_ext.png</a>.</p>'
+    assert markdown_html("[x](https://host/y)") == "<p>[x](https://host/y)</p>"   # no link to a host
+
+
 def test_a_second_model_without_runs_is_not_run_and_no_figure_is_linked(two_models):
     own, big = verdict("own", [shown_at(0.2, 0.01, 8)]), verdict("ext", [shown_at(0.1, 0.01, 4)])
     text = two_models.transfer_markdown([own, big], {"ext": {"Small": None}})

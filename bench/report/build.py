@@ -349,7 +349,8 @@ def report(results_dir, out_dir=None, docs_root=None, folders=None):
         if paths:
             print(f"{name}: {', '.join(p.name for p in paths)} in {out_dir}")
     print(f"figures: {write_gallery(out_dir, drawn).name} in {out_dir}")
-    print(f"page: {write_page(groups, out_dir, styles).name} in {out_dir} (open it in a browser; one file, no network)")
+    page = write_page(groups, out_dir, styles, others=others)
+    print(f"page: {page.name} in {out_dir} (open it in a browser; one file, no network)")
     if docs_root:
         for path in sync_markdown(docs_root, out_dir):
             print(f"rewrote report tables in {path}")
