@@ -84,11 +84,12 @@ def on_every_model(ordering, found):
         return f"{REVERSED} on {', '.join(reversed_on)}"
     if len(held) == len(said):
         return f"{HOLDS} on {every(said)}"
-    return f"holds on {', '.join(held)} only" if held else f"{NOT_SHOWN} on {every(said, 'either')}"
+    return f"holds on {', '.join(held)} only" if held else f"{NOT_SHOWN} on {'either' if len(said) == 2 else 'any'}"
 
 
-def every(labels, word="both"):
-    return word if len(labels) == 2 else f"{'all' if word == 'both' else 'any'} {len(labels)}"
+def every(labels):
+    """'both' of two models, 'all N' of more (the words the two-model table reads in)."""
+    return "both" if len(labels) == 2 else f"all {len(labels)}"
 
 
 def models_agree(found):
@@ -102,7 +103,7 @@ def models_agree(found):
     listed = ", ".join(f"{label} {direction}" for label, direction in shown.items())
     kinds = set(shown.values())
     if not shown:
-        return f"{every(found, 'neither')} shown" if len(found) == 2 else "none shown"
+        return "neither shown" if len(found) == 2 else "none shown"
     if len(shown) < len(found):
         every_one = ", ".join(f"{label} {others_ordering([f])}" for label, f in found.items())
         return f"{'one' if len(shown) == 1 else 'some'} shown: {every_one}"
