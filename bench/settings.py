@@ -144,6 +144,10 @@ class Claims:
     calibration: BudgetCalibration | None = None   # the budget table's calibrated runs (None: interpolated)
     second_reference: SecondReference | None = None   # every claim also tested against a second reference
     external_model: bool = False                 # its model was trained elsewhere (bench.report.transfer)
+    model_label: str | None = None               # short name of the model its results hold ("AntiBERTy")
+    # label -> results folder of the same task on another model, relative to the parent of the
+    # results folder read (as validation/ is): transfer.md and the model-size figure read them
+    other_models: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -210,7 +214,8 @@ def order_is_drawn(strategy, params):
 
 def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations=(), headline=False,
                            figure_references=(), order_bounds=None, validation=None, order_lower=None,
-                           calibration=None, seeds=None, external_model=False, second_reference=None):
+                           calibration=None, seeds=None, external_model=False, second_reference=None,
+                           model_label=None, other_models=None):
     """Declare task ``task``'s preset specs (tier -> specs), limits (tier -> inputs), verdict
     settings and the keys of the ablations that apply to it; checked in one line each.
 
@@ -227,6 +232,10 @@ def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations
     task runs other seeds than the preset's (a run that draws nothing runs the first only).
     ``external_model``: the task's model was trained by others, not by this project; `bench report`
     asks whether the orderings of the other tasks hold on it (bench.report.transfer).
+    ``model_label`` names the model of the task's own results; ``other_models`` (label -> folder,
+    relative to the parent of the results folder `bench report` reads) the runs of the same task on
+    other models, kept apart because a report keeps one model's group per task: transfer.md gives
+    each model's verdicts and `bench report` draws them side by side (``model_size_<task>``).
     ``second_reference`` (a SecondReference: the headline measured against a second reference sample,
     disjoint from the first): every claim is tested against both references and shown only where both
     agree."""
@@ -239,9 +248,12 @@ def register_task_settings(task, specs, *, limits=None, verdicts=None, ablations
     if calibration is not None and (validation is None or verdicts is None):
         raise BenchError(f"task {task!r} declares a budget calibration without a validation split and verdicts; "
                          f"give validation= and verdicts= too")
+    if other_models and not model_label:
+        raise BenchError(f"task {task!r} declares other models without a model_label; name its own model too")
     tiers = Tiers(dict(specs), dict(limits or {}), {tier: tuple(s) for tier, s in (seeds or {}).items()}, headline,
                   validation)
-    claims = Claims(verdicts, tuple(ablations), calibration, second_reference, external_model)
+    claims = Claims(verdicts, tuple(ablations), calibration, second_reference, external_model, model_label,
+                    dict(other_models or {}))
     drawn = DrawnOrders(dict(order_bounds or {}), dict(order_lower or {}))
     settings = TaskSettings(task, tiers, claims, drawn, tuple(figure_references))
     return claim("task settings", TASK_SETTINGS, task, settings, origin=caller_module())

@@ -10,9 +10,10 @@ import matplotlib.pyplot as plt
 import pytest
 
 from bench.report import report
-from bench.report.build import comparison_group, plugin_sections
-from bench.report.canvas import caption_of, layout_problems, legend_columns
+from bench.report.build import Folders, comparison_group, model_groups, other_model_groups, plugin_sections
+from bench.report.canvas import caption_of, family_styles, layout_problems, legend_columns
 from bench.report.figures import Panel, draw_figures, family_front, split_runs
+from bench.report.model_size import draw_model_sizes
 from bench.results import Store
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,11 +67,16 @@ def test_every_figure_of_the_committed_results_fits_its_canvas(tmp_path, monkeyp
         return original(fig, path, *args, **kwargs)
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", checked)
-    for task, group in every_committed_group().items():
+    groups = every_committed_group()
+    others = other_model_groups(Folders.beside(REPO / "results"), groups)   # antibody on Sapiens too
+    for task, group in groups.items():
         draw_figures(group, task, tmp_path)
+        by_model = model_groups(task, group, others)
+        draw_model_sizes(by_model, task, tmp_path, family_styles(r["strategy"] for runs in by_model.values()
+                                                                 for r in runs))
     plugin_sections(REPO / "results", tmp_path)
     assert {"pareto_sudoku.png", "pareto_sudoku_1col.png", "pareto_sudoku_families.png", "mi_maps_sudoku.png",
-            "learned_curves_sudoku.png"} <= set(saved)
+            "learned_curves_sudoku.png", "model_size_antibody.png"} <= set(saved)
     assert {name: found for name, found in problems.items() if found} == {}
 
 

@@ -49,7 +49,8 @@ def test_the_verdict_on_the_external_task(others, external, ordering, said):
 
 def test_the_file_has_a_row_per_shared_comparison_and_the_external_tasks_numbers(monkeypatch):
     import bench.report.transfer as transfer
-    settings = {name: SimpleNamespace(claims=SimpleNamespace(external_model=name == "ext")) for name in ("own", "ext")}
+    from bench.settings import Claims
+    settings = {name: SimpleNamespace(claims=Claims(external_model=name == "ext")) for name in ("own", "ext")}
     monkeypatch.setattr(transfer, "all_task_settings", lambda: settings)
     own = verdict("own", [shown_at(0.2, 0.01, 8)])
     pair = {"run": "a", "ablation": "b", "quality": shown_at(0.01, 0.5)}

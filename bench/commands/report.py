@@ -12,6 +12,10 @@ def add_arguments(parser):
                                              "folder validation beside --results)")
     parser.add_argument("--retrained", help="the runs on retrained helpers the ablations are checked on (default: "
                                             "the folder retrained beside --results)")
+    parser.add_argument("--model-results", action="append", default=[], metavar="LABEL=DIR",
+                        help="the runs of another model a task declares (its settings' other_models, e.g. "
+                             "Sapiens=antibody_sapiens/results), its validation folder beside it; repeatable "
+                             "(default: the declared folder beside --results's parent; absent: 'not run')")
     parser.add_argument("--docs", help="folder whose .md files get their report tables rewritten between "
                                        "markers (default: the checkout when the committed results/ write the "
                                        "committed reports/, else none)")
@@ -27,5 +31,23 @@ def report(args):
         if folder is not None and not Path(folder).is_dir():
             raise BenchError(f"{flag} {folder}: no such folder; give a folder of result files (bench run --out)")
     out = report_folder(args.results, args.out)
-    folders = Folders.beside(args.results, args.validation, args.retrained)
+    folders = Folders.beside(args.results, args.validation, args.retrained, model_results(args.model_results))
     report(args.results, out, args.docs if args.docs is not None else default_docs(args.results, out), folders)
+
+
+def model_results(given):
+    """{label: folder} of each --model-results LABEL=DIR; a malformed one or a DIR that is not a
+    folder is a one-line error."""
+    from pathlib import Path
+
+    from bench.errors import BenchError
+    found = {}
+    for entry in given:
+        label, _, folder = entry.partition("=")
+        if not label or not folder:
+            raise BenchError(f"--model-results {entry}: give LABEL=DIR (e.g. Sapiens=antibody_sapiens/results)")
+        if not Path(folder).is_dir():
+            raise BenchError(f"--model-results {entry}: no such folder; give a folder of result files "
+                             f"(bench run --out)")
+        found[label] = folder
+    return found

@@ -6,7 +6,7 @@ import os
 import sys
 import tempfile
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.errors import BenchError
@@ -18,6 +18,7 @@ from bench.report.denoisers import write_denoiser_reports
 from bench.report.docs import sync_markdown
 from bench.report.figures import draw_figures
 from bench.report.gallery import write_gallery
+from bench.report.model_size import draw_model_sizes
 from bench.report.page import write_page
 from bench.report.render import (
     ablations_markdown,
@@ -35,6 +36,7 @@ from bench.report.render import (
 from bench.report.transfer import transfer_markdown
 from bench.results import Store
 from bench.results.identity import comparison_key as identity_key
+from bench.settings import all_task_settings, task_settings
 
 REPO = Path(__file__).resolve().parent.parent.parent
 # the committed pair: reports/ is a pure function of results/, so no other results write there
@@ -85,38 +87,103 @@ def write_tables(results, task, out_dir, verdicts):
 @dataclass(frozen=True)
 class Folders:
     """The result folders one report reads: the test runs it tables, the validation runs its
-    claims' choices are made on, the runs on retrained helpers its ablations are checked on.
-    Readers are given them; none is found by name (``beside`` is the command line's default)."""
+    claims' choices are made on, the runs on retrained helpers its ablations are checked on, and
+    ``models``: {label: Folders} of the runs of a task on the other models its settings declare
+    (``other_models``; transfer.md and ``model_size_<task>``). Readers are given them; none is
+    found by name (``beside`` is the command line's default)."""
     results: Path
     validation: Path | None = None
     retrained: Path | None = None
+    models: dict = field(default_factory=dict)
 
     @classmethod
-    def beside(cls, results_dir, validation=None, retrained=None):
+    def beside(cls, results_dir, validation=None, retrained=None, models=None):
         """``results_dir`` with the validation and retrained folders beside it (the presets'
-        default --out when run from the same place) unless given."""
+        default --out when run from the same place) unless given, and each other model's folder
+        where its task declares it, relative to the same parent, unless ``models`` ({label: folder})
+        gives it (a label no task declares is an error)."""
         parent = Path(results_dir).resolve().parent
+        declared = declared_models()
+        unknown = sorted(set(models or {}) - set(declared))
+        if unknown:
+            raise BenchError(f"--model-results {unknown[0]}: no task declares a model of that label "
+                             f"(declared: {', '.join(sorted(declared)) or 'none'})")
+        given = {label: Path(folder) for label, folder in (models or {}).items()}
         return cls(Path(results_dir), Path(validation) if validation else parent / VALIDATION_OUT,
-                   Path(retrained) if retrained else parent / RETRAINED_OUT)
+                   Path(retrained) if retrained else parent / RETRAINED_OUT,
+                   {label: model_folders(given.get(label, parent / folder)) for label, folder in declared.items()})
 
 
-def task_groups(folders, skipped=None):
+def model_folders(results_dir):
+    """Another model's results with its own validation and retrained folders beside them."""
+    parent = Path(results_dir).resolve().parent
+    return Folders(Path(results_dir), parent / VALIDATION_OUT, parent / RETRAINED_OUT)
+
+
+def declared_models():
+    """{label: folder} of every other model the tasks' settings declare (one folder per label)."""
+    found = {}
+    for settings in all_task_settings().values():
+        for label, folder in settings.claims.other_models.items():
+            if found.setdefault(label, folder) != folder:
+                raise BenchError(f"two tasks declare model {label!r} in different folders ({found[label]}, {folder}); "
+                                 f"give each folder its own label")
+    return found
+
+
+def task_groups(folders, skipped=None, tasks=None):
     """task -> (its largest comparable group of results, how many runs were left out, its verdicts
     or None where its runs cannot be paired), from ``folders`` (a Folders, or a results folder
-    alone: no validation choices, no retrained checks). Summaries that cannot be read or are
-    incomplete are named on stderr, left out and added to ``skipped`` (a list) when given."""
+    alone: no validation choices, no retrained checks), for every task with runs (or those of
+    ``tasks`` only). Summaries that cannot be read or are incomplete are named on stderr, left out
+    and added to ``skipped`` (a list) when given."""
     folders = folders if isinstance(folders, Folders) else Folders(Path(folders))
     store = Store(folders.results)
     results = store.runs(skipped)
     if not results:
         raise BenchError(f"no result files under {folders.results}; make some with: python -m bench run")
     groups = {task: comparison_group([r for r in results if r["task"] == task])
-              for task in sorted({r["task"] for r in results})}
+              for task in sorted({r["task"] for r in results}) if tasks is None or task in tasks}
     choices = validation_choices(folders.validation, groups, skipped) if folders.validation else {}
     retrained = retrained_groups(folders.retrained, groups, skipped) if folders.retrained else {}
     return {task: (group, left_out, task_verdicts(every_seed(group, results), task, store, choices.get(task),
                                                   retrained.get(task)))
             for task, (group, left_out) in groups.items()}
+
+
+def other_model_groups(folders, tasks, skipped=None):
+    """{task: {label: (group, left out, verdicts) of the task's runs on that model, or None where
+    its folder or its runs of the task are absent ("not run": a fresh clone need not hold them)}}
+    for every task of ``tasks`` whose settings declare other models (``Folders.models``)."""
+    out = {}
+    for task in tasks:
+        settings = task_settings(task)
+        labels = settings.claims.other_models if settings is not None else {}
+        if labels:
+            out[task] = {label: model_group(folders.models.get(label), task, skipped) for label in labels}
+    return out
+
+
+def model_group(folders, task, skipped=None):
+    """``task``'s entry of ``task_groups`` on one other model's folders, or None where there is none."""
+    if folders is None or not Path(folders.results).is_dir():
+        return None
+    return task_groups(folders, skipped, tasks={task}).get(task)
+
+
+def all_groups(groups, others):
+    """Every (group, left out, verdicts) of one report: its own tasks' and their other models' (one
+    set of family styles covers them all, so a family looks alike in every figure)."""
+    return list(groups.values()) + [entry for by_label in others.values() for entry in by_label.values() if entry]
+
+
+def model_groups(task, group, others):
+    """{label: runs} of ``task`` on its own model (``group``) and on each other model with runs,
+    the own model first; {} where the task declares no other model."""
+    if not others.get(task):
+        return {}
+    found = {task_settings(task).claims.model_label: group}
+    return found | {label: entry[0] for label, entry in others[task].items() if entry is not None}
 
 
 def retrained_groups(folder, groups, skipped=None):
@@ -182,17 +249,19 @@ def write_all_tables(results_dir, out_dir, folders=None):
     folders = folders or Folders.beside(results_dir)
     groups = task_groups(folders)
     paths = [p for task, (group, _, verdicts) in groups.items() for p in write_tables(group, task, out_dir, verdicts)]
-    paths += write_ablations([verdicts for _, _, verdicts in groups.values()], out_dir)
+    paths += write_ablations([verdicts for _, _, verdicts in groups.values()], out_dir,
+                             other_model_groups(folders, groups))
     paths += write_denoiser_reports(results_dir, out_dir, {task: group for task, (group, _, _) in groups.items()})
     return paths + [p for section in plugin_sections(results_dir, out_dir, False, folders).values() for p in section]
 
 
-def write_ablations(verdicts, out_dir):
+def write_ablations(verdicts, out_dir, others=None):
     """ablations.md: every task's ablation claims in one file (what docs/ablations.md links), and
-    transfer.md: whether the other tasks' orderings hold on a model trained elsewhere."""
+    transfer.md: whether the other tasks' orderings hold on a model trained elsewhere, and on each
+    other model of its task (``others``: ``other_model_groups``)."""
     paths = []
     for name, text in (("ablations.md", ablations_markdown([v for v in verdicts if v is not None])),
-                       ("transfer.md", transfer_markdown(verdicts))):
+                       ("transfer.md", transfer_markdown(verdicts, others or {}))):
         if text:
             path = Path(out_dir) / name
             path.write_text(text)
@@ -260,16 +329,18 @@ def report(results_dir, out_dir=None, docs_root=None, folders=None):
     skipped = []
     folders = folders or Folders.beside(results_dir)
     groups = task_groups(folders, skipped=skipped)
-    styles = family_styles(r["strategy"] for group, _, _ in groups.values() for r in group)
+    others = other_model_groups(folders, groups, skipped)
+    styles = family_styles(r["strategy"] for group, _, _ in all_groups(groups, others) for r in group)
     out_dir.mkdir(parents=True, exist_ok=True)
     drawn = []
     for task, (group, left_out, verdicts) in groups.items():
-        figures = draw_figures(group, task, out_dir, styles)
+        figures = draw_figures(group, task, out_dir, styles) + draw_model_sizes(model_groups(task, group, others),
+                                                                                 task, out_dir, styles)
         drawn += figures
         paths = figures + write_tables(group, task, out_dir, verdicts)
         note = f" ({left_out} runs of other models/data/limits/seeds left out)" if left_out else ""
         print(f"{task}: {len(group)} runs{note} -> {', '.join(p.name for p in paths)} in {out_dir}")
-    for path in write_ablations([verdicts for _, _, verdicts in groups.values()], out_dir):
+    for path in write_ablations([verdicts for _, _, verdicts in groups.values()], out_dir, others):
         print(f"comparisons across tasks: {path.name} in {out_dir}")
     for path in write_denoiser_reports(results_dir, out_dir, {task: group for task, (group, _, _) in groups.items()}):
         print(f"fine-tuned denoisers: {path.name} in {out_dir}")
@@ -278,7 +349,8 @@ def report(results_dir, out_dir=None, docs_root=None, folders=None):
         if paths:
             print(f"{name}: {', '.join(p.name for p in paths)} in {out_dir}")
     print(f"figures: {write_gallery(out_dir, drawn).name} in {out_dir}")
-    print(f"page: {write_page(groups, out_dir, styles).name} in {out_dir} (open it in a browser; one file, no network)")
+    page = write_page(groups, out_dir, styles, others=others)
+    print(f"page: {page.name} in {out_dir} (open it in a browser; one file, no network)")
     if docs_root:
         for path in sync_markdown(docs_root, out_dir):
             print(f"rewrote report tables in {path}")

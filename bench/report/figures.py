@@ -210,19 +210,8 @@ def draw_summary(results, task, out_dir, layout, metric, styles):
     panel = split_runs(results, task, metric)
     reference, _ = references_of(panel.exact, task)
     fig, ax = plt.subplots(figsize=(layout.width, layout.height + 0.9), layout="constrained")
-    handles = reference_handles(reference, (), panel, layout.font)
-    for family in sorted({r["strategy"] for r in panel.exact + panel.bounded}):
-        if reference is not None and family == reference["strategy"]:
-            continue
-        style = styles[family]
-        runs = [r for r in panel.exact if r["strategy"] == family]
-        if runs:
-            draw_run_line(ax, family_front(runs, metric), metric, color=style.colour, marker=style.marker,
-                          markersize=3.5, zorder=3)
-        draw_bounds(ax, [r for r in panel.bounded if r["strategy"] == family], panel, style.colour, style.marker)
-        handles.append(Line2D([], [], color=style.colour, marker=style.marker, markersize=3.5, label=family))
-    if reference is not None:
-        draw_reference_run(ax, reference, metric, layout.font + 2)
+    families = draw_family_fronts(ax, panel, reference, styles, layout.font + 2)
+    handles = reference_handles(reference, (), panel, layout.font) + family_handles(families, styles)
     style_axes(ax, panel, layout, ylabel=False)
     if layout is TWO_COLUMN:
         ax.set_title(f"{task}: each family's frontier, n={results[0]['n_samples']}, 95% CIs", fontsize=layout.font)
@@ -231,6 +220,27 @@ def draw_summary(results, task, out_dir, layout, metric, styles):
     label_log_axis(ax)
     stem = f"pareto_{task}" + ("" if metric == results[0]["headline"] else f"_{metric}") + layout.suffix
     return save_figure(fig, out_dir, stem, dpi=300, caption=summary_caption(task, panel, reference))
+
+
+def draw_family_fronts(ax, panel, reference, styles, star_size):
+    """Each family's frontier (and its bounded runs' ranges) in its style, all but the reference
+    run's family, then the reference run; the families drawn, sorted."""
+    skip = {reference["strategy"]} if reference is not None else set()
+    families = sorted({r["strategy"] for r in panel.exact + panel.bounded} - skip)
+    for family in families:
+        style = styles[family]
+        runs = [r for r in panel.exact if r["strategy"] == family]
+        if runs:
+            draw_run_line(ax, family_front(runs, panel.metric), panel.metric, color=style.colour, marker=style.marker,
+                          markersize=3.5, zorder=3)
+        draw_bounds(ax, [r for r in panel.bounded if r["strategy"] == family], panel, style.colour, style.marker)
+    if reference is not None:
+        draw_reference_run(ax, reference, panel.metric, star_size)
+    return families
+
+
+def family_handles(families, styles):
+    return [Line2D([], [], color=styles[f].colour, marker=styles[f].marker, markersize=3.5, label=f) for f in families]
 
 
 def summary_caption(task, panel, reference):

@@ -166,11 +166,13 @@ def task_figures(group, task, verdicts, styles):
 # --- tables and prose ------------------------------------------------------------------------------
 
 INLINE = [(re.compile(r"`([^`]+)`"), r"<code>\1</code>"), (re.compile(r"\*\*(.+?)\*\*"), r"<strong>\1</strong>"),
-          (re.compile(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])"), r"<em>\1</em>")]
+          (re.compile(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])"), r"<em>\1</em>"),
+          # a link to a file beside the page (transfer.md's figure); no scheme, so nothing from a host
+          (re.compile(r"\[([^\]]+)\]\(([\w./-]+)\)"), r'<a href="\2">\1</a>')]
 
 
 def inline_html(text):
-    """Markdown's inline code, bold and emphasis as HTML, the rest escaped."""
+    """Markdown's inline code, bold, emphasis and links to files beside the page as HTML, the rest escaped."""
     text = html.escape(text, quote=False)
     for pattern, replacement in INLINE:
         text = pattern.sub(replacement, text)
@@ -366,14 +368,15 @@ def task_html(task, group, left_out, verdicts, figures):
             f'{plot}{parts}</section>')
 
 
-def page_html(groups, styles, title):
-    """The whole page of ``groups`` (build.task_groups: task -> (group, left out, verdicts))."""
+def page_html(groups, styles, title, others=None):
+    """The whole page of ``groups`` (build.task_groups: task -> (group, left out, verdicts)); ``others``:
+    the tasks' other models (build.other_model_groups), for transfer.md."""
     from plotly.offline import get_plotlyjs
     verdicts = [v for _, _, v in groups.values()]
     figures = {task: task_figures(group, task, v, styles) for task, (group, _, v) in groups.items()}
     extra = [(anchor, name, markdown_html(text)) for anchor, name, text in
              (("ablations", "Ablations across tasks (ablations.md)", ablations_markdown([v for v in verdicts if v])),
-              ("transfer", "Transfer to a model trained elsewhere (transfer.md)", transfer_markdown(verdicts)))
+              ("transfer", "Transfer to a model trained elsewhere (transfer.md)", transfer_markdown(verdicts, others)))
              if text]
     links = [f'<a href="#{task}">{task}</a>' for task in groups] + [f'<a href="#{a}">{a}</a>' for a, _, _ in extra]
     body = "".join(task_html(task, *groups[task], figures[task]) for task in groups)
@@ -390,8 +393,8 @@ def page_html(groups, styles, title):
             f'<script>{SCRIPT}</script></body></html>\n')
 
 
-def write_page(groups, out_dir, styles, title="unmask-bench results"):
-    """Write ``out_dir``/index.html of ``groups``; its path."""
+def write_page(groups, out_dir, styles, title="unmask-bench results", others=None):
+    """Write ``out_dir``/index.html of ``groups`` (and the tasks' ``others`` models); its path."""
     path = Path(out_dir) / PAGE
-    path.write_text(page_html(groups, styles, title))
+    path.write_text(page_html(groups, styles, title, others))
     return path

@@ -93,7 +93,9 @@ register_task_settings(
     verdicts=Verdicts(budgets=(4, 8, 16), margin=0.01, reference="sequential"),
     ablations=("one_pass_vs_sequential", "mi_term_greedy", "mi_term_eb", "learned_sample", "learned_threshold",
                "eb_vs_topk", "confidence_vs_random") + REMASKING + PLANNING,
-    external_model=True)   # AntiBERTy: reports/transfer.md asks whether the other tasks' orderings hold on it
+    external_model=True,   # AntiBERTy: reports/transfer.md asks whether the other tasks' orderings hold on it
+    # and on Sapiens (`--model sapiens`), whose runs are kept apart: a report keeps one model per task
+    model_label="AntiBERTy", other_models={"Sapiens": "antibody_sapiens/results"})
 
 # Sapiens (--model sapiens: 1.1M parameters, 45 times smaller than AntiBERTy) reads the human domains
 # only, so every tier runs all of them (60 test, 70 validation) and every family, the field's
