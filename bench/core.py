@@ -213,8 +213,8 @@ class Task:
         self.data, self.model = data, model
 
     def helper_flags(self):
-        """The ``bench train`` / ``bench mi`` flags naming this instance's model (its --model), for
-        the command a helper records; "" for the task's own model."""
+        """The command-line flags naming this instance's model (its --model), for the training
+        command a helper records; "" for the task's own model."""
         return f" --model {self.model}" if getattr(self, "model", None) else ""
 
     # --- required ---------------------------------------------------------------------------

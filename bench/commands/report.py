@@ -13,8 +13,8 @@ def add_arguments(parser):
     parser.add_argument("--retrained", help="the runs on retrained helpers the ablations are checked on (default: "
                                             "the folder retrained beside --results)")
     parser.add_argument("--model-results", action="append", default=[], metavar="LABEL=DIR",
-                        help="the runs of another model a task declares (its settings' other_models, e.g. "
-                             "Sapiens=antibody_sapiens/results), its validation folder beside it; repeatable "
+                        help="the runs of another model a task declares (its settings' other_models: the "
+                             "model's label, then its results folder), its validation folder beside it; repeatable "
                              "(default: the declared folder beside --results's parent; absent: 'not run')")
     parser.add_argument("--docs", help="folder whose .md files get their report tables rewritten between "
                                        "markers (default: the checkout when the committed results/ write the "
@@ -45,7 +45,8 @@ def model_results(given):
     for entry in given:
         label, _, folder = entry.partition("=")
         if not label or not folder:
-            raise BenchError(f"--model-results {entry}: give LABEL=DIR (e.g. Sapiens=antibody_sapiens/results)")
+            raise BenchError(f"--model-results {entry}: give LABEL=DIR (a label the task settings' "
+                             f"other_models declare, then a results folder)")
         if not Path(folder).is_dir():
             raise BenchError(f"--model-results {entry}: no such folder; give a folder of result files "
                              f"(bench run --out)")

@@ -1,5 +1,5 @@
 """``model_size_<task>``: one task on models of different sizes side by side (its own model and the
-``other_models`` its settings declare, e.g. antibody on Sapiens and AntiBERTy): one panel per model,
+``other_models`` its settings declare, say a published model and a smaller one): one panel per model,
 smallest first, each family's Pareto frontier of the headline against mean passes (log x) in the
 report's family styles, the reference run as a star; shared axes, so a frontier that moves is
 read across panels. Each panel is titled with its model's parameter count (its runs' summaries,
