@@ -102,9 +102,9 @@ register_task_settings(
 # samplers and the helpers (tasks/antibody/weights/sapiens/) included. It is less confident than
 # AntiBERTy: eb at gamma 0.3 and the threshold at 0.9 decode about one residue a pass on it, so its
 # grids reach further (gamma 10, 30; tau 0.7, 0.5: 2026-12-04, validation). The MI gammas span the
-# same 4-16 budgets on its validation domains (tasks/antibody/README.md); mi_eb at eb's gammas, so
-# that the MI term on EB's rule is tested run by run.
-SAPIENS_MI_GAMMAS = (4, 16, 64, 256)
+# same 4-16 budgets on its validation domains (a pilot of 4: gamma 4, 16, 64, 256 at 29, 8.5, 3.0 and
+# 1.0 passes); mi_eb at eb's gammas, so that the MI term on EB's rule is tested run by run.
+SAPIENS_MI_GAMMAS = (4, 8, 16, 32, 64)
 SAPIENS_DEFAULT = (["sequential"] + sweep("topk", "k", (4, 8, 100)) + sweep("margin", "k", (4, 8))
                    + sweep("eb", "gamma", (0.3, 1, 3, 10, 30)) + sweep("threshold", "tau", (0.9, 0.7, 0.5))
                    + ["schedule:steps=4"] + sweep("schedule", "steps", (4, 8, 16), ",score=confidence")
