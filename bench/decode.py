@@ -23,6 +23,8 @@ class DecodeResult:
     log_q: torch.Tensor   # [B] float64: log-probability of the revealed values under the sampling
     #                       distribution at the pass that revealed them, summed (0 for argmax values)
     remasked: torch.Tensor | None = None   # [B] positions masked again (a re-masking strategy's; else None)
+    reveal_pass: torch.Tensor | None = None   # [B, N] long: the pass (from 0) at which each position masked at
+    #                                           the start took its final value; -1 where it was given
 
 
 def fill_values(tokens, out, pick, value_tokens, *, temperature=0.0, streams=None, step=0, forced=None):
@@ -233,6 +235,7 @@ class Decoding:
         self.aux = torch.zeros_like(self.passes)
         self.log_q = torch.zeros(tokens.shape[0], dtype=torch.float64)
         self.remasked = torch.zeros_like(self.passes) if getattr(strategy, "remasks", False) else None
+        self.reveal_pass = torch.full(tokens.shape, -1, dtype=torch.long)
         self.memory = strategy.start_memory(tokens, masked) if hasattr(strategy, "start_memory") else {}
         self.start_time, self.step, self.seconds, self.active = time.perf_counter(), 0, None, None
 
@@ -271,6 +274,7 @@ class Decoding:
             still_masked |= remask
             self.remasked[active] += remask.sum(1)
         self.masked[active] = still_masked
+        self.reveal_pass[active] = revealed_at(self.reveal_pass[active], pick, remask, self.step)
         self.passes[active] += 1
         if bar is not None:
             show_pass(bar, self.step, pick, still_masked)
@@ -278,7 +282,15 @@ class Decoding:
         self.step += 1
 
     def result(self):
-        return DecodeResult(self.tokens, self.passes, self.seconds, self.aux, self.log_q, self.remasked)
+        return DecodeResult(self.tokens, self.passes, self.seconds, self.aux, self.log_q, self.remasked,
+                            self.reveal_pass)
+
+
+def revealed_at(reveal_pass, pick, remask, step):
+    """``reveal_pass`` [A, N] after pass ``step``: ``step`` where ``pick`` revealed a position, -1
+    again where ``remask`` masked one back (its final value comes at a later pass)."""
+    reveal_pass = torch.where(pick, step, reveal_pass)
+    return reveal_pass if remask is None else torch.where(remask, -1, reveal_pass)
 
 
 def decode(model, tokens, masked, strategy, temperature=0.0, *, seed=0, index=None, first_pass=None, forced=None):

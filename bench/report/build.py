@@ -12,6 +12,7 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.presets import RETRAINED_OUT, VALIDATION_OUT
 from bench.registry import REPORTS, load_plugins
+from bench.report.aup import write_aup
 from bench.report.canvas import family_styles
 from bench.report.claims import choose, task_verdicts
 from bench.report.denoisers import write_denoiser_reports
@@ -59,7 +60,8 @@ def comparison_group(results):
 
 def write_tables(results, task, out_dir, verdicts):
     """table_<task> (every run), budgets_<task> (the headline: strategies x pass budgets),
-    speedup_<task> and cost_<task> (every run's passes as users pay them) as .md, .csv and .tex, and
+    speedup_<task> and cost_<task> (every run's passes as users pay them) as .md, .csv and .tex,
+    aup_<task>.md and .csv (d3LLM's AUP per family, where the headline is an accuracy) and
     claims_<task>.md; returns the paths. A table with no rows (no line reaches a budget, none is
     tested for a speed-up) is not written: its header alone says nothing the claims do not."""
     tables = {f"table_{task}": (summary_rows(results), numeric_rows(results))}
@@ -75,6 +77,7 @@ def write_tables(results, task, out_dir, verdicts):
                           ("tex", latex(*text_rows))):
             paths.append(Path(out_dir) / f"{stem}.{ext}")
             paths[-1].write_text(text.rstrip("\n") + "\n")
+    paths += write_aup(results, task, out_dir)
     if verdicts is not None:
         paths.append(Path(out_dir) / f"claims_{task}.md")
         paths[-1].write_text(claims_markdown(verdicts))

@@ -15,7 +15,7 @@ from bench.provenance import provenance
 from bench.registry import TASKS, load_plugins, lookup
 from bench.results.files import check_records, records_path, to_json, write_text_atomic
 from bench.results.store import Store
-from bench.results.summary import aux_pass_metrics, mark_natural
+from bench.results.summary import mark_natural, record_metrics
 
 
 def summaries(results_dir, task_name):
@@ -42,7 +42,7 @@ def rescore_summary(path, summary, task):
         print(f"  skipped {path}: {problem}", file=sys.stderr)
         return 0
     natural = task.natural_variation(len(records))
-    summary["metrics"] = mark_natural(task.summarize(records), natural) + aux_pass_metrics(records)
+    summary["metrics"] = mark_natural(task.summarize(records), natural) + record_metrics(records)
     if natural:
         summary["natural_variation"] = natural
     summary["headline"] = task.headline        # a task whose headline changed ranks old runs on the new one

@@ -2,6 +2,7 @@
 rescore`) and whoever reads them (the report, calibration, the plan): a metric of a summary, its
 mean passes, the passes spent besides decoding, the natural-variation marks, the plain-text table
 `bench run` prints."""
+from bench.arness import arness_metrics
 from bench.stats import mean_metric
 
 
@@ -31,6 +32,13 @@ def aux_pass_metrics(records, strategy=None):
     return [mean_metric(name, [r[name] for r in records], False,
                         "passes per sample spent besides decoding (not decoding passes)", field=name)
             for name in names if name in records[0]]
+
+
+def record_metrics(records, strategy=None):
+    """The metrics every task's runs get from their records besides the task's own: passes spent
+    besides decoding (``aux_pass_metrics``) and the reveal order's ARness (bench.arness; only
+    where the records carry the order)."""
+    return aux_pass_metrics(records, strategy) + arness_metrics(records)
 
 
 def mark_natural(metrics, natural):

@@ -40,7 +40,7 @@ from bench.results.files import (
 )
 from bench.results.identity import result_paths, run_id
 from bench.results.store import Store
-from bench.results.summary import aux_pass_metrics, mark_natural, render_text
+from bench.results.summary import mark_natural, record_metrics, render_text
 from bench.run import DEFAULT_BATCH_SIZE, DEFAULT_OUT
 
 
@@ -182,6 +182,8 @@ def rows_records(run, rows, result):
     if task.temperature > 0:  # sampled values: log q of each sample (an exact task's KL reads it)
         for record, log_q in zip(records, result.log_q.tolist()):
             record["log_q"] = round(log_q, 6)
+    for record, order in zip(records, result.reveal_pass.tolist()):   # the reveal order (ARness reads it)
+        record["reveal_pass"] = [p if p >= 0 else None for p in order]
     return records
 
 
@@ -239,7 +241,7 @@ def summarize(run, records, model):
             "label": run.label, "config": config, "execution": run.execution, "headline": task.headline,
             "model": model_entry(model, config),
             "device": model_placement(model).describe(),
-            "metrics": mark_natural(task.summarize(records), natural) + aux_pass_metrics(records, run.strategy),
+            "metrics": mark_natural(task.summarize(records), natural) + record_metrics(records, run.strategy),
             "n_samples": len(records), "wall_seconds": seconds, "first_pass_shared_rows": run.shared_first_rows,
             "extra_figures": list(task.extra_figures),
             "floor": floor, "floor_label": task.floor_label() if floor is not None else None,

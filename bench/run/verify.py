@@ -11,6 +11,9 @@ from bench.results import to_json
 from bench.run.cell import decode_rows, remake_command, rows_records, run_decoding
 
 VOLATILE = ("batch", "batch_seconds")  # record fields that depend on the batching or the clock
+# Record fields the decode makes since a later version: a stored record made before lacks them
+# (not a difference); one that has them is compared as any field.
+LATER_FIELDS = ("reveal_pass",)
 # How far a float of a record decoded again may be from the stored one: another CPU or BLAS sums
 # float32 in another order (a log q of -187.068882 against -187.068891 across machines).
 # Records round floats to 6 decimals, hence the absolute part; discrete fields compare exactly.
@@ -56,12 +59,13 @@ def field_difference(key, stored, new, worst):
 def record_difference(stored, new, worst, derived=()):
     """'passes 13, stored 12' for the first field of ``new`` that differs from ``stored`` beyond
     what reproduction allows (``field_difference``), or ''. ``derived``: fields a later step added
-    to the stored records (the summary's ``derived_fields``), which a decode does not make."""
+    to the stored records (the summary's ``derived_fields``), which a decode does not make; a field
+    of LATER_FIELDS that the stored record lacks (made before the decode recorded it) is skipped."""
     if stored is None:
         return "no stored record"
     new = json.loads(to_json(new))  # as it would be stored: tuples become lists
     for key in sorted(set(stored) | set(new)):
-        if key in VOLATILE or key in derived:
+        if key in VOLATILE or key in derived or (key in LATER_FIELDS and key not in stored):
             continue
         if key not in stored or key not in new:
             return f"field {key} is {'new' if key in new else 'gone'}"

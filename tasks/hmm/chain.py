@@ -224,3 +224,11 @@ def entropy_estimate(hmm, n=100_000, seed=0):
     values, _ = sample(hmm, n, torch.Generator().manual_seed(seed))
     nll = -log_likelihood(hmm, values)
     return float(nll.mean()), float(nll.std() / n ** 0.5)
+
+
+def nll_quantile(hmm, level, n=100_000, seed=0):
+    """The ``level`` quantile of -log p(X) in nats for X drawn from the chain, over ``n`` samples
+    drawn with ``seed``: sequences with -log p(x) at most this hold a ``level`` share of the
+    chain's mass, its most probable ones (the exact task's sequence error rate reads it)."""
+    values, _ = sample(hmm, n, torch.Generator().manual_seed(seed + 1))   # not entropy_estimate's draws
+    return float(torch.quantile(-log_likelihood(hmm, values), level))

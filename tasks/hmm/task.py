@@ -34,6 +34,7 @@ from tasks.hmm.model import DEFAULT_MDM, HMMMDM, ExactHMMModel, HMMModelConfig, 
 
 HERE = Path(__file__).parent
 N_SEQUENCES = 1000
+TYPICAL_MASS = 0.99   # the sequence error rate's language: the chain's most probable sequences with this mass
 MDM_TRAIN_COMMAND = "python -m bench train hmm_mdm"
 
 
@@ -52,6 +53,34 @@ def transition_kl(values, pairs):
     true_conditional = pairs / pairs.sum(1, keepdims=True)
     terms = np.where(joint > 0, joint * np.log(np.maximum(conditional, 1e-300) / true_conditional), 0.0)
     return float(terms.sum())
+
+
+def token_error_rate(log_p, length, entropy):
+    """TER of arXiv 2502.09622 (Feng et al., "Theoretical Benefit and Limitation of Diffusion Language
+    Model"), which measures token errors by perplexity: the samples' log-perplexity under the true
+    chain, E_q[-log p(x)] / N nats per position (``log_p``: each sample's log p(x)). Its optimum, a
+    sampler with q = p, is the chain's entropy rate H(p) / N (``entropy``: H(p) per sequence),
+    stored as ``optimum``; a q sharper than p goes below it."""
+    metric = mean_metric("token_error_rate", -np.asarray(log_p, dtype=float) / length, False,
+                         "token error rate (arXiv 2502.09622: log-perplexity under the true chain), nats per "
+                         f"position; an exact sampler scores the entropy rate {entropy / length:.4f}")
+    metric["optimum"] = entropy / length
+    return metric
+
+
+def sequence_error_rate(log_p, bound):
+    """SER of arXiv 2502.09622, 1 - q(L): the share of samples outside the language L of correct
+    sequences. Every sequence has positive probability under the shipped chain, so L = the chain's
+    support would make it 0 for every strategy; our reading (stated, not the paper's): L holds the
+    chain's most probable sequences that carry TYPICAL_MASS of its mass, those with -log p(x) at
+    most ``bound`` (chain.nll_quantile). An exact sampler scores 1 - TYPICAL_MASS (``optimum``)."""
+    outside = (-np.asarray(log_p, dtype=float) > bound).astype(float)
+    metric = mean_metric("sequence_error_rate", outside, False,
+                         f"sequence error rate (arXiv 2502.09622; our reading): share of samples outside the "
+                         f"chain's most probable sequences holding {TYPICAL_MASS:.0%} of its mass "
+                         f"(-log p(x) > {bound:.2f} nats); an exact sampler scores {1 - TYPICAL_MASS:.2f}")
+    metric["optimum"] = round(1 - TYPICAL_MASS, 6)
+    return metric
 
 
 def transition_kl_metric(values, pairs):
@@ -86,6 +115,7 @@ class HMMTask(Task):
         self.model_path = model
         self._hmm = None
         self._entropy = None
+        self._typical = None
 
     @property
     def hmm(self):
@@ -129,10 +159,27 @@ class HMMTask(Task):
                                         lambda stored: isinstance(stored, list) and len(stored) == 2)
         return self._entropy
 
+    def typical_bound(self):
+        """-log p(x) at the TYPICAL_MASS quantile under the chain (chain.nll_quantile, 100,000
+        samples), cached per chain file (bench cache, ``hmm/typical-MASS-DIGEST.json``)."""
+        if self._typical is None:
+            digest = hashlib.sha256(read_bytes(self.data_path, "HMM file", HMM_FILE_LIMIT)).hexdigest()[:16]
+            self._typical = cached_json(cache_dir() / "hmm" / f"typical-{TYPICAL_MASS}-{digest}.json",
+                                        lambda: chain.nll_quantile(self.hmm, TYPICAL_MASS),
+                                        lambda stored: isinstance(stored, float))
+        return self._typical
+
+    def error_rates(self, log_p):
+        """The token and sequence error rates of arXiv 2502.09622 (``token_error_rate``,
+        ``sequence_error_rate``), read from each sample's log p(x) alone."""
+        return [token_error_rate(log_p, self.hmm.length, self.entropy()[0]),
+                sequence_error_rate(log_p, self.typical_bound())]
+
     def sample_measures(self, records):
         """Measures read from the samples alone, on one scale for every strategy (re-masking ones
         and those that sample their order included, whose summed log q is not log q(x)):
-        the cross-entropy under the true chain minus its entropy, and the transition KL-rate."""
+        the cross-entropy under the true chain minus its entropy, the transition KL-rate, and the
+        token and sequence error rates of arXiv 2502.09622 (``error_rates``)."""
         log_p = np.array([r["log_p"] for r in records], dtype=float)
         entropy, error = self.entropy()
         values = np.array([[int(c) for c in r["output"]] for r in records])
@@ -141,7 +188,7 @@ class HMMTask(Task):
                         f"E_q[-log p(x)] - H(p), nats per sequence: KL(q||p) + H(q) - H(p), so below the KL "
                         f"(even negative) for a q sharper than p; H(p) by Monte Carlo, standard error {error:.2f}"),
             transition_kl_metric(values, chain.pair_marginals(self.hmm).numpy()),
-        ]
+        ] + self.error_rates(log_p)
 
     def summarize(self, records):
         if "log_q" not in records[0]:
