@@ -45,7 +45,8 @@ def test_run_writes_summaries_with_provenance_and_records(quick_run):
     assert summary["provenance"]["versions"]["torch"].startswith("2.13.0")
     names = {m["name"] for m in summary["metrics"]}
     base = {"exact_accuracy", "cell_accuracy", "passes"}
-    assert names >= base and names - base <= {"exact_accuracy_easy", "exact_accuracy_medium", "exact_accuracy_hard"}
+    assert names >= base and names - base <= {"exact_accuracy_easy", "exact_accuracy_medium", "exact_accuracy_hard",
+                                              "arness"}   # the reveal order's ARness (bench.arness), new runs only
     assert len(names - base) >= 1
     for m in summary["metrics"]:
         assert m["ci_low"] <= m["value"] <= m["ci_high"]
@@ -100,7 +101,7 @@ def test_results_load_into_a_dataframe(quick_run):
     out, _ = quick_run
     frame = load(out)
     assert set(frame["spec"]) == {"sequential:order=confidence", "topk:k=5,order=confidence"}
-    assert len(frame) == 2 * frame["metric"].nunique() == 12   # 3 metrics + 3 difficulty thirds, per run
+    assert len(frame) == 2 * frame["metric"].nunique() == 14   # 3 metrics + 3 difficulty thirds + ARness, per run
     assert frame.query("metric == 'passes'")["value"].min() > 0
 
 

@@ -16,8 +16,8 @@ that degrades further is scored on the points above y_min, as the blog's text de
 Here: parallelism is tokens per forward pass (d3LLM's TPF), the masked positions of an input over
 the forward passes it took (decoding passes plus any spent besides, e.g. an oracle's probes), the
 ratio of the means over inputs. The masked positions per input are the reference run's mean
-passes (``bench.report.sweeps.reference_run``): the task's declared reference (``sequential`` on
-every task that declares one) reveals one position a pass; a task declaring none takes the
+passes (``bench.report.sweeps.reference_run``): the task's declared reference (on every task
+that declares one, a rule that reveals one position a pass) does; a task declaring none takes the
 report's rule (the most expensive run of the line with the most passes), which the file names.
 Accuracy is the headline in percent, so AUP is defined only where the headline is an accuracy
 (higher is better, within [0, 1]); other tasks get no file. A family's curve is its Pareto
