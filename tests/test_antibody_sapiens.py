@@ -238,5 +238,6 @@ def test_sapiens_tiers_run_every_human_domain_and_every_family():
     assert test.limit == 60 and validation.limit == 70 and antiberty.limit == 48   # every human domain
     assert validation.data == "validation" and test.specs == validation.specs
     families = {parse_strategy(spec).name for spec in test.specs}
-    assert {"mi", "mi_eb", "learned", "dus", "remdm", "rcr", "dplm", "klass", "pc_sampler", "factor_rule"} <= families
+    assert {"mi", "mi_eb", "learned", "dus", "remdm", "rcr", "dplm", "klass", "pc_sampler", "factor_rule",
+            "p2", "prophet", "saber", "credit"} <= families
     assert plan("default", "antibody", model="hf:/some/folder")[0].specs == antiberty.specs   # no tiers of its own
