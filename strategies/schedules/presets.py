@@ -51,6 +51,11 @@ register_ablation("credit_history", Ablation(
 register_ablation("remasking_saber", Ablation(
     "re-masking in Saber (saber against backtrack=false, the adaptive threshold alone, same n)",
     "saber", {"backtrack": True}, "saber", {"backtrack": False}))
+# WINO's revocation (re-masking decoded positions whose verification falls below tau2) against the
+# same accept rule never re-masking (tau2 0), at the same tau1.
+register_ablation("remasking_wino", Ablation(
+    "re-masking in WINO (wino against tau2=0, its accept rule alone, same tau1)",
+    "wino", {"tau2": 0.9}, "wino", {"tau2": 0.0}))
 register_ablation("early_commit_prophet", Ablation(
     "early commit in Prophet (prophet at its reference thresholds against LLaDA's confidence order on "
     "the linear schedule, same steps)",
@@ -96,8 +101,8 @@ def remasking_ablation(steps):
 def field_quick(steps, *, dus_block, pc_lam=0.25):
     """The quick tier's settings: each strategy of the family once (the vanilla sampler, the factor
     rule at f 1, the others at ``steps``; CreditDecoding at its defaults beside its no-credit ablation).
-    P2 and CreditDecoding are in this tier (so in the gate's) only, but on Sudoku (``newer_sweep``):
-    a task's default-tier sweep needs its committed test and validation runs first (issue 47)."""
+    P2 and CreditDecoding run in this tier (so in the gate's) on every task and in ``default`` where
+    a task's sweep adds ``newer_sweep`` (its committed test and validation runs made first)."""
     return [f"schedule:steps={steps}", "factor_rule:f=1", f"klass:steps={steps}",
             f"pc_sampler:lam={pc_lam},steps={steps}", f"dus:block={dus_block}", f"remdm:steps={steps}",
             f"rcr:steps={steps}", f"dplm:steps={steps}", f"p2:steps={steps}", "credit", "credit:alpha=0"]

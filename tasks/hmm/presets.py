@@ -12,6 +12,7 @@ from strategies.schedules.presets import (
     REMASKING,
     field_quick,
     field_sweep,
+    newer_sweep,
     remasking_ablation,
     revocable_quick,
 )
@@ -33,6 +34,13 @@ DEFAULT = (["sequential"] + sweep("topk", "k", (2, 4, 8, 16)) + sweep("margin", 
            + sweep("mi_eb", "gamma", HIGH) + learned_sweep((8, 16, 32))
            + field_sweep((8, 16), dus_block=8, remask_steps=16, factors=(1.0, 1.5))
            + ["schedule:schedule=bernoulli,steps=16", "schedule:score=confidence,steps=16"])
+# The newer rules (issue 47), each beside its ablation over the budgets' range (8-32 passes):
+# P2 and Prophet against LLaDA's order at the same steps, Saber against no backtracking,
+# CreditDecoding at the threshold rule's grid against alpha 0, WINO at its reference's tau1 0.6,
+# tau2 0.9 against tau2 0 (never re-masking).
+NEWER = newer_sweep((8, 16, 32), credit_thresholds=(0.5, 0.7, 0.9)) + ["wino", "wino:tau2=0"]
+SWEEP += NEWER
+DEFAULT += NEWER
 # the exact chain's runs cost seconds: hmm runs the family's wider sweep
 # Issue 33's 2x2 on the shipped MDM (hmm_mdm only: the policy belongs to that model): the ELBO-trained
 # policy (frozen denoiser) and the heuristics' low-pass ends
@@ -55,7 +63,7 @@ ORDER_BOUNDS = {"kl_nats": 0.0, "kl_bits_per_position": 0.0, "share_over_1nat": 
 ORDER_LOWER = {"kl_nats": "kl_nats_orders"}
 LEARNED = ("learned_sample", "learned_threshold")
 # the orderings every task is asked, the model trained elsewhere included (bench.report.transfer)
-COMPARISONS = ("eb_vs_topk", "confidence_vs_random") + REMASKING + PLANNING
+COMPARISONS = ("eb_vs_topk", "confidence_vs_random") + REMASKING + PLANNING + ("remasking_wino",)
 # Issue 29 item 9: the chain's MI estimator and order policies retrained under seeds 1 and 2
 # (tasks/hmm/weights/exact/seeds/<seed>/, each with its log), run on the test inputs into retrained/
 # (`bench run --preset retrained`); `bench report` checks each ablation on each of them. The MI
