@@ -179,3 +179,23 @@ def test_a_calibrated_cell_names_its_passes_and_its_spread_over_seeds():
     cell = BudgetCell(0.5, 0.45, 0.55, passes=16.12, seed_values=(0.49, 0.52, 0.5), p90=20, steps_per_batch=22)
     assert cell_text(cell) == "0.5 [0.45, 0.55]; 16.1 passes; seeds 0.49-0.52 (3); p90 20, batch 22"
     assert cell_text(BudgetCell(0.5, 0.45, 0.55)) == "0.5 [0.45, 0.55]"     # an interpolated cell, one seed
+
+
+def test_sapiens_budget_table_is_its_own_calibration_and_model_needs_budgets():
+    """Sapiens' tiers run the runs of its own calibration file (calibrated on its validation domains),
+    AntiBERTy's none of them; --model without --budgets is one line."""
+    import json
+
+    from bench.presets import sweep_runs
+    from bench.settings import calibrated_specs, task_settings
+    sapiens, antiberty = task_settings("antibody", "sapiens"), task_settings("antibody")
+    assert sapiens.claims.calibration.file != antiberty.claims.calibration.file
+    entries = json.loads(Path(sapiens.claims.calibration.file).read_text())["runs"]
+    assert all(abs(e["passes"] / e["budget"] - 1) <= 0.02 for e in entries if e["within"])
+    found = calibrated_specs(sapiens)
+    specs = [spec for spec, _ in sweep_runs("antibody", "default", "sapiens")]
+    assert found and all(spec in specs for spec in found)
+    assert not set(found) & set(calibrated_specs(antiberty))
+    proc = run_cli("calibrate", "--task", "antibody", "--model", "sapiens", "--strategy", "eb", "--knob", "gamma",
+                   "--budget", "8", "--range", "1,30")
+    assert proc.returncode == 2 and "--model is read only with --budgets" in proc.stderr

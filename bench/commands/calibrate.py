@@ -17,6 +17,8 @@ def add_arguments(parser):
                              "writing the file its presets read (bench.settings.BudgetCalibration)")
     parser.add_argument("--only", help="with --budgets: only these comma-separated knob templates, as the "
                                        "task's settings name them")
+    parser.add_argument("--model", help="with --budgets: the task's --model whose budget table is calibrated "
+                                        "(its own settings: bench.settings.register_model_settings)")
     parser.add_argument("--validation",
                         help="with --budgets: the folder of the task's validation runs, which bracket the search "
                              "(default: validation; it must exist)")
@@ -29,6 +31,9 @@ def calibrate_command(args):
     from bench.run.calibrate import TOLERANCE, calibrate, knob_spec, passes_measure, split_inputs
     if args.budgets:
         return calibrate_table(args)
+    if args.model is not None:
+        raise BenchError("--model is read only with --budgets (the knob search of one strategy runs the task's "
+                         "own model)")
     if args.validation is not None:
         raise BenchError("--validation is read only with --budgets (the knob search of one strategy "
                          "decodes the validation split itself)")
@@ -60,7 +65,7 @@ def calibrate_table(args):
     if not validation.is_dir():
         raise BenchError(f"--validation {validation}: no such folder; give the folder of the task's validation "
                          "runs (bench run --preset validation writes validation/)")
-    entries = calibrate_budgets(args.task, validation, only)
+    entries = calibrate_budgets(args.task, validation, only, model=args.model)
     return 0 if all(e["within"] for e in entries) else 1
 
 

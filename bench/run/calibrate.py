@@ -161,11 +161,12 @@ def write_entries(path, task_name, plan, entries):
     write_text_atomic(path, json.dumps({"about": about, "runs": entries}, indent=1) + "\n")
 
 
-def calibrate_budgets(task_name, validation_dir, only=None, progress=print):
+def calibrate_budgets(task_name, validation_dir, only=None, progress=print, model=None):
     """Calibrate every Knob of ``task_name``'s BudgetCalibration to each of its Verdicts budgets
     on the validation split (``only``: the knobs whose template is named), writing the file after
     each one so that no finished calibration is lost (a later call keeps those within tolerance
-    and searches the rest again); returns the entries. Bracketed by the
+    and searches the rest again); returns the entries. ``model``: the task's --model, whose own
+    settings (``register_model_settings``) name its calibration. Bracketed by the
     validation runs under ``validation_dir`` on the same inputs and by earlier probes."""
     import time
 
@@ -173,20 +174,20 @@ def calibrate_budgets(task_name, validation_dir, only=None, progress=print):
     from bench.registry import make_task
     from bench.results import Store
     from bench.settings import task_settings
-    settings = task_settings(task_name)
+    settings = task_settings(task_name, model)
     if settings is None or settings.claims.calibration is None:
         raise BenchError(f"task {task_name!r} declares no budget calibration (bench.settings.BudgetCalibration)")
     cal = settings.claims.calibration
     plan = validation_plan(task_name, settings, limit=cal.limit)
-    task = make_task(task_name, data=plan.data)
-    model, eval_set = task.load_model(), task.eval_set(plan.limit, plan.seeds[0])
+    task = make_task(task_name, data=plan.data, model=model)
+    network, eval_set = task.load_model(), task.eval_set(plan.limit, plan.seeds[0])
     same_inputs = [r for r in Store(validation_dir).runs()
                    if r["task"] == task_name and r["config"]["limit"] == plan.limit
-                   and r["config"]["seed"] == plan.seeds[0]]
+                   and r["config"]["seed"] == plan.seeds[0] and r["model"]["id"] == network.checkpoint_id]
     # --only searches its knobs afresh and keeps the rest; a call without it keeps what is within tolerance
     entries = [e for e in calibration_entries(cal.file) if (e["template"] not in only if only else e["within"])]
     for knob in (k for k in cal.knobs if not only or k.template in only):
-        measure = passes_measure(task, model, eval_set, knob.template, knob.knob, plan.seeds[0])
+        measure = passes_measure(task, network, eval_set, knob.template, knob.knob, plan.seeds[0])
         for budget in settings.claims.verdicts.budgets:
             if any(e["template"] == knob.template and e["budget"] == budget and e["within"] for e in entries):
                 continue     # found by an earlier call: kept

@@ -124,4 +124,9 @@ register_model_settings(
     {"default": SAPIENS_DEFAULT, "paper": SAPIENS_DEFAULT + learned_sweep((15,)), "quick": QUICK},
     # every human domain: 60 of test, 70 of validation (named, not left open: a run's limit is part of its identity)
     limits={"quick": 16, "default": 60, "paper": 60},
-    validation=Validation(seed=0, data="validation", limit=70))
+    validation=Validation(seed=0, data="validation", limit=70),
+    # its own budget table: eb and the threshold calibrated on its validation domains (`python -m bench
+    # calibrate --task antibody --model sapiens --budgets --validation antibody_sapiens/validation`); its
+    # ranges where its validation runs put 4-16 passes (eb gamma 10: 11.9, 30: 5.5; tau 0.5: 18.7)
+    calibration=BudgetCalibration((Knob("eb", "gamma", 1, 100), Knob("threshold", "tau", 0.05, 0.9)),
+                                  str(Path(__file__).parent / "calibration_sapiens.json"), limit=70))
