@@ -31,7 +31,7 @@ from pathlib import Path
 from bench.report.figures import family_front, split_runs
 from bench.report.render import csv_text, markdown
 from bench.report.sweeps import reference_run
-from bench.results.summary import metric_of
+from bench.results.summary import forward_passes, metric_of
 from bench.settings import verdicts_for
 
 ALPHA = 3.0          # d3LLM's penalty factor
@@ -54,11 +54,6 @@ def aup(points, y_max, alpha=ALPHA, offset=Y_MIN_OFFSET):
     for (rho0, y0), (rho1, y1) in zip(kept, kept[1:]):
         area += 0.5 * (rho1 - rho0) * (y1 * aup_weight(y1, y_max, alpha) + y0 * aup_weight(y0, y_max, alpha))
     return area, kept
-
-
-def forward_passes(run):
-    """Mean forward passes per input: decoding passes plus those spent besides (``*_passes``)."""
-    return sum(m["value"] for m in run["metrics"] if m["name"] == "passes" or m["name"].endswith("_passes"))
 
 
 def is_accuracy(runs, headline):

@@ -21,6 +21,12 @@ def mean_passes(run):
     return metric_of(run, "passes")["value"]
 
 
+def forward_passes(run):
+    """Mean forward passes per input as a user pays them: decoding passes plus those a strategy
+    spent besides (its ``*_passes`` metrics: ``aux_pass_metrics``)."""
+    return sum(m["value"] for m in run["metrics"] if m["name"] == "passes" or m["name"].endswith("_passes"))
+
+
 def aux_pass_metrics(records, strategy=None):
     """Passes a strategy spent besides decoding (an oracle's probing), reported apart: the record
     field its ``aux_passes_metric`` names (without a strategy: any field ``*_passes`` besides

@@ -58,8 +58,8 @@ def mi_command(args):
 
 
 def learning_curve(task, args, where):
-    """`bench mi curve`: estimators trained as `bench train mi` trains them (on --device), on the
-    first k train contexts for each size k and seed."""
+    """`bench mi curve`: estimators trained as `bench train mi` trains them (on --device), on k
+    train contexts (nested random subsets: strategies.mi.curve.subsets) for each size k and seed."""
     from bench.device import select
     from strategies.mi.curve import curve, parse_numbers
     from strategies.mi.train import MITrainConfig
